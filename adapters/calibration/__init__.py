@@ -1,0 +1,53 @@
+"""Calibration: the harness's own test double and fidelity benchmark (no ML framework).
+
+Its workload paces steps to an exact period, so the true throughput is known in advance
+(batch / step period), and it misbehaves on request to exercise every failure path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dlperf.envs import EnvSpec
+
+from dlperf.adapter import Adapter, Command
+from dlperf.schema import BenchmarkSpec
+
+SCRIPT = Path(__file__).with_name("pace.py")
+
+OPTIONS = {
+    "step_ms": "step period in milliseconds (default 20): true throughput = batch * 1000 / step_ms",
+    "crash_at_step": "exit with status 3 when step K starts",
+    "hang_at_step": "stop making progress (no output, no events) when step K starts",
+    "exit_at_step": "exit cleanly (status 0) when step K starts, before the window is complete",
+    "garbage_every": "write a malformed line among the events after every K-th step",
+    "flops_per_sample": "model FLOPs per sample to report (exercises the MFU path)",
+}
+
+
+class CalibrationAdapter(Adapter):
+    name = "calibration"
+    description = "paced test double with a known true throughput (stdlib only)"
+    models = ("pace",)
+
+    def option_keys(self, model: str) -> dict[str, str]:
+        return OPTIONS
+
+    def env_spec(self, device: str) -> EnvSpec | None:
+        return None  # stdlib only: runs on the host interpreter
+
+    def command(self, spec: BenchmarkSpec, python: str) -> Command:
+        argv = [
+            python,
+            str(SCRIPT),
+            "--batch-size",
+            str(spec.batch_size),
+            "--steps",
+            str(spec.steps),
+        ]
+        for key, value in sorted(spec.options.items()):
+            argv += [f"--{key.replace('_', '-')}", value]
+        return Command(argv)
+
+
+ADAPTER = CalibrationAdapter()

@@ -1,0 +1,87 @@
+"""Paced calibration workload: stdlib only, follows the dlperf events contract.
+
+Step i ends at exactly ready + i * period (a deadline, not sleep(period), so per-step overhead
+does not accumulate), hence the true throughput is batch / period.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+
+def wait_until(deadline: float) -> None:
+    # Sleep most of the way, then spin: sleep() alone can overshoot by a scheduler tick.
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        if left > 0.002:
+            time.sleep(left - 0.0015)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--batch-size", type=int, required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--step-ms", type=float, default=20.0)
+    p.add_argument("--crash-at-step", type=int)
+    p.add_argument("--hang-at-step", type=int)
+    p.add_argument("--exit-at-step", type=int)
+    p.add_argument("--garbage-every", type=int)
+    p.add_argument("--flops-per-sample", type=float, default=0.0)
+    a = p.parse_args()
+
+    path = os.environ.get("DLPERF_EVENTS")
+    events = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+
+    def emit(**event: object) -> None:
+        if events:
+            events.write(json.dumps(event) + "\n")
+
+    emit(
+        event="start",
+        framework="calibration",
+        framework_version="1",
+        python=platform.python_version(),
+        device="cpu",
+        device_name=platform.processor() or platform.machine(),
+        model="pace",
+        params=0,
+        flops_per_sample=a.flops_per_sample,
+        batch_size=a.batch_size,
+        step_ms=a.step_ms,
+    )
+    print(f"pace: batch {a.batch_size}, period {a.step_ms} ms, {a.steps} steps", flush=True)
+    period = a.step_ms / 1000.0
+    ready = time.monotonic()
+    emit(event="ready", time=ready)
+    for step in range(1, a.steps + 1):
+        if step == a.crash_at_step:
+            print(f"pace: crashing at step {step} as asked", file=sys.stderr, flush=True)
+            return 3
+        if step == a.exit_at_step:
+            print(f"pace: exiting cleanly at step {step} as asked", flush=True)
+            return 0
+        if step == a.hang_at_step:
+            print(f"pace: hanging at step {step} as asked", flush=True)
+            while True:
+                time.sleep(3600)
+        wait_until(ready + step * period)
+        emit(event="step", step=step, time=time.monotonic(), samples=a.batch_size, loss=1.0 / step)
+        print(f"step {step}/{a.steps}", flush=True)
+        if a.garbage_every and step % a.garbage_every == 0:
+            if events:
+                events.write('{"event": "step", "step": \x00 garbage\n')
+                events.write("not json at all\n")
+            print("%%% garbage line %%%", flush=True)
+    emit(event="end", time=time.monotonic())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""The `dlperf` command line: thin; parses options, calls the core, prints with rich."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from dlperf import DlperfError, __version__
+from dlperf.store import DEFAULT_RESULTS_DIR
+
+app = typer.Typer(
+    help="Measure deep-learning framework performance fairly and reproducibly.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+env_app = typer.Typer(help="Isolated per-framework environments.", no_args_is_help=True)
+app.add_typer(env_app, name="env")
+
+console = Console()
+err = Console(stderr=True)
+
+ResultsDir = Annotated[
+    Path, typer.Option("--results-dir", help="Where results are stored (JSON + raw logs).")
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"dlperf {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    pass
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """Frameworks x models x implementations, and whether each environment is ready."""
+    from dlperf.adapters import adapter_names, get_adapter
+    from dlperf.envs import env_status
+    from dlperf.models import MODELS
+
+    table = Table("framework", "model", "implementations", "env (cpu)", "description")
+    for name in adapter_names():
+        adapter = get_adapter(name)
+        spec = adapter.env_spec("cpu")
+        state = env_status(spec) if spec else "host python"
+        for model in adapter.models:
+            table.add_row(name, model, ", ".join(adapter.impls), state, MODELS[model].description)
+    console.print(table)
+
+
+@env_app.command("create")
+def env_create(
+    framework: str,
+    device: Annotated[str, typer.Option(help="Variant: cpu or cuda.")] = "cpu",
+    rebuild: Annotated[bool, typer.Option(help="Remove and rebuild even if ready.")] = False,
+) -> None:
+    """Create (or verify and reuse) FRAMEWORK's isolated environment."""
+    from dlperf.adapters import get_adapter
+    from dlperf.envs import ensure_env
+
+    spec = get_adapter(framework).env_spec(device)
+    if spec is None:
+        console.print(f"{framework} runs on the host interpreter; it needs no environment")
+        return
+    with console.status(f"preparing {spec.name} (first build can take minutes)"):
+        env = ensure_env(spec, rebuild=rebuild, log=lambda m: console.print(f"  {m}"))
+    console.print(f"[green]ready[/] {env.path} ({framework} {env.framework_version})")
+
+
+@env_app.command("list")
+def env_list() -> None:
+    """Environments on disk, their state and size."""
+    from dlperf.envs import envs_root, list_envs
+
+    records = list_envs()
+    if not records:
+        console.print(f"no environments in {envs_root()}")
+        return
+    table = Table("name", "state", "framework version", "python", "size", "path")
+    for r in records:
+        size = f"{r.size_bytes / 2**30:.2f} GiB" if r.size_bytes else "—"
+        table.add_row(
+            r.name, r.state, r.framework_version or "—", r.python or "—", size, str(r.path)
+        )
+    console.print(table)
+
+
+@env_app.command("remove")
+def env_remove(name: str) -> None:
+    """Remove environments named NAME or starting with NAME- (e.g. `pytorch`)."""
+    from dlperf.envs import remove_envs
+
+    for path in remove_envs(name):
+        console.print(f"removed {path}")
+
+
+def _parse_sets(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise DlperfError(f"--set expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@app.command()
+def run(
+    framework: Annotated[str, typer.Argument(help="e.g. pytorch, calibration")],
+    model: Annotated[str, typer.Argument(help="e.g. resnet50, bert, pace")],
+    preset: Annotated[str, typer.Option(help="dlperf (DLPerf's settings) or smoke.")] = "dlperf",
+    batch_size: Annotated[int | None, typer.Option(help="Batch size per device.")] = None,
+    amp: Annotated[bool, typer.Option("--amp", help="Mixed precision.")] = False,
+    xla: Annotated[bool, typer.Option("--xla", help="Graph compiler (torch.compile...).")] = False,
+    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    image_size: Annotated[int | None, typer.Option(help="Image side (ResNet).")] = None,
+    seq_len: Annotated[int | None, typer.Option(help="Sequence length (BERT).")] = None,
+    skip: Annotated[int | None, typer.Option(help="Iterations skipped before the window.")] = None,
+    measure: Annotated[int | None, typer.Option(help="Iterations in the window.")] = None,
+    repeats: Annotated[int | None, typer.Option(help="Repeats (separate processes).")] = None,
+    nodes: Annotated[int | None, typer.Option(help="Nodes.")] = None,
+    devices_per_node: Annotated[int | None, typer.Option(help="Devices per node.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Workload option KEY=VALUE (repeatable).")
+    ] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per repeat, total.")] = None,
+    no_output_timeout: Annotated[
+        float | None, typer.Option(help="Seconds without output before a repeat is 'hung'.")
+    ] = None,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+    rebuild_env: Annotated[bool, typer.Option(help="Rebuild the environment first.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the stored result JSON.")] = False,
+) -> None:
+    """Run one benchmark: every repeat in its own process, median of the repeats."""
+    from dlperf.runner import RunCallbacks, resolve_spec, run_benchmark
+
+    overrides = {
+        "batch_size": batch_size,
+        "precision": "amp" if amp else None,
+        "xla": xla or None,
+        "device": device,
+        "image_size": image_size,
+        "seq_len": seq_len,
+        "skip": skip,
+        "measure": measure,
+        "repeats": repeats,
+        "nodes": nodes,
+        "devices_per_node": devices_per_node,
+        "options": _parse_sets(set_ or []) or None,
+        "timeout_s": timeout,
+        "no_output_timeout_s": no_output_timeout,
+    }
+    spec = resolve_spec(framework, model, preset=preset, overrides=overrides)
+    out = err if json_out else console
+    out.print(
+        f"[bold]{spec.config_key()}[/] skip {spec.skip}, measure {spec.measure}, "
+        f"{spec.repeats} repeats"
+    )
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} repeats"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=out,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task("running", total=spec.repeats)
+
+        def done(r) -> None:
+            value = f"{r.throughput:.2f} samples/s" if r.throughput else r.message
+            colour = "green" if r.status.value == "ok" else "red"
+            progress.console.print(f"  repeat {r.index}: [{colour}]{r.status.value}[/] {value}")
+            progress.advance(task)
+
+        callbacks = RunCallbacks(
+            message=lambda m: progress.console.print(f"  {m}"),
+            repeat_started=lambda i, n: progress.update(task, description=f"repeat {i}/{n}"),
+            repeat_done=done,
+        )
+        result, path = run_benchmark(spec, results_dir, callbacks, rebuild_env=rebuild_env)
+    _print_summary(out, result, path)
+    if json_out:
+        sys.stdout.write(path.read_text())
+    if result.status.value != "ok":
+        raise typer.Exit(2)
+
+
+def _print_summary(out: Console, result, path: Path) -> None:
+    t = result.metrics.throughput
+    if t:
+        out.print(
+            f"[bold]median {t.median:.2f} samples/s[/] over {t.n} repeat(s) "
+            f"(min {t.min:.2f}, max {t.max:.2f}, CV {t.cv:.1%}, "
+            f"95% CI {t.ci_low:.2f}–{t.ci_high:.2f})"
+        )
+    m = result.metrics
+    if m.mfu is not None:
+        out.print(f"MFU {m.mfu:.2%} of {m.peak_flops / 1e12:.3g} TFLOP/s ({m.peak_source})")
+    for w in result.warnings:
+        out.print(f"[yellow]warning:[/] {w}")
+    out.print(f"status [bold]{result.status.value}[/]; stored {path}")
+
+
+@app.command()
+def report(
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+    reports_dir: Annotated[Path, typer.Option(help="Where Markdown + PNG go.")] = Path("reports"),
+) -> None:
+    """Regenerate reports/<model>.md (and charts) from the results directory."""
+    from dlperf.report import write_reports
+
+    paths = write_reports(results_dir, reports_dir)
+    if not paths:
+        raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
+    for p in paths:
+        console.print(f"wrote {p}")
+
+
+@app.command()
+def doctor(json_out: Annotated[bool, typer.Option("--json", help="JSON output.")] = False) -> None:
+    """What on this machine threatens a stable number (TorchBench V0's controls)."""
+    from dlperf.doctor import checks_as_dicts, run_checks
+    from dlperf.system import cpu_peak, machine_info
+
+    checks = run_checks()
+    info = machine_info()
+    peak = cpu_peak()
+    if json_out:
+        payload = {"machine": info, "cpu_peak": peak, "checks": checks_as_dicts(checks)}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    console.print(
+        f"{info.get('host')}: {info.get('cpu')} x{info.get('cpu_count')}, "
+        f"measured fp32 GEMM peak {peak['flops'] / 1e9:.1f} GFLOP/s"
+    )
+    table = Table("check", "status", "found", "advice")
+    colours = {"ok": "green", "warn": "yellow", "info": "blue"}
+    for c in checks:
+        table.add_row(c.name, f"[{colours.get(c.status, 'white')}]{c.status}[/]", c.value, c.advice)
+    console.print(table)
+
+
+def main() -> None:
+    """Exit codes: 0 ok, 1 user error (clear message), 2 some benchmark failed, 130 Ctrl-C."""
+    try:
+        code = app(standalone_mode=False)
+    except DlperfError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(1)
+    except click.ClickException as exc:  # bad usage is a user error: exit 1, not click's 2
+        exc.show()
+        sys.exit(1)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        err.print("[yellow]interrupted[/]: workloads stopped; no result was written")
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

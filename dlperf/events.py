@@ -1,0 +1,81 @@
+"""The events contract between a workload script and the host.
+
+A workload writes one JSON object per line to the file named by ``DLPERF_EVENTS``:
+
+- ``{"event": "start", "framework": ..., "framework_version": ..., "device": ...,
+  "device_name": ..., "params": int, "flops_per_sample": float, "python": ...}``
+- ``{"event": "ready", "time": t}``: the origin mark, taken (after a device sync) just before
+  step 1 runs; it counts as step 0 with no samples.
+- ``{"event": "step", "step": i, "time": t, "samples": n, "loss": x}`` for i = 1, 2, ...:
+  ``time`` is ``time.monotonic()`` taken after the device is synchronised at the end of step i.
+- ``{"event": "end", "time": t}`` when the workload finishes cleanly.
+
+Malformed lines are counted and skipped, never fatal: the marks that parse are still used.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+EVENTS_ENV = "DLPERF_EVENTS"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """State after `step` iterations: `samples` processed since the previous mark, at `time` s."""
+
+    step: int
+    time: float
+    samples: float
+
+
+@dataclass
+class ParsedRun:
+    start: dict[str, Any] = field(default_factory=dict)
+    marks: list[Mark] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    ended: bool = False
+    malformed: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_events(text: str) -> ParsedRun:
+    run = ParsedRun()
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+            kind = event["event"]
+            if kind == "start":
+                run.start = {k: v for k, v in event.items() if k != "event"}
+            elif kind == "ready":
+                run.marks.append(Mark(0, _finite(event["time"]), 0.0))
+            elif kind == "step":
+                mark = Mark(int(event["step"]), _finite(event["time"]), _finite(event["samples"]))
+                if run.marks and (
+                    mark.step <= run.marks[-1].step or mark.time < run.marks[-1].time
+                ):
+                    raise ValueError("step or time went backwards")
+                run.marks.append(mark)
+                if "loss" in event and event["loss"] is not None:
+                    run.losses.append(float(event["loss"]))
+            elif kind == "end":
+                run.ended = True
+            else:
+                raise ValueError(kind)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            run.malformed += 1
+    if run.malformed:
+        run.notes.append(f"{run.malformed} malformed event line(s) ignored")
+    return run
+
+
+def _finite(value: Any) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError("not finite")
+    return number

@@ -1,0 +1,330 @@
+"""Repeats of one benchmark: command -> launch -> parse -> stats -> store.
+
+Each repeat is its own process. Failures are results: a repeat that crashed, hung or logged too
+few steps is kept with a typed status and its log tail, and the other repeats still run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from dlperf import DlperfError, __version__, system
+from dlperf.adapter import Adapter
+from dlperf.adapters import get_adapter
+from dlperf.envs import Env, ensure_env
+from dlperf.events import EVENTS_ENV, ParsedRun
+from dlperf.models import PRESETS, get_model, preset_values
+from dlperf.proc import run_process, tail
+from dlperf.schema import (
+    BenchmarkSpec,
+    Environment,
+    Metrics,
+    ModelInfo,
+    Repeat,
+    RepeatStatus,
+    Result,
+    ResultStatus,
+    SummaryStats,
+    Window,
+)
+from dlperf.stats import TooFewSteps, noise_warnings, summarize, window_throughput
+from dlperf.store import result_dir, write_result
+
+# Workload facts that must agree across repeats before their numbers may share a median.
+FINGERPRINT_KEYS = ("framework_version", "device", "device_name", "params", "python")
+
+
+def resolve_spec(
+    framework: str,
+    model: str,
+    *,
+    preset: str = "dlperf",
+    overrides: Mapping[str, object] | None = None,
+) -> BenchmarkSpec:
+    """Preset values for (model, precision), then explicit flags; validated before anything runs."""
+    adapter = get_adapter(framework)
+    if model not in adapter.models:
+        raise DlperfError(
+            f"{framework} has no model {model!r}; its models: {', '.join(adapter.models)}"
+        )
+    get_model(model)
+    if preset not in PRESETS:
+        raise DlperfError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    p = preset_values(model, preset)
+    fields = {
+        "framework": framework,
+        "model": model,
+        "preset": preset,
+        "skip": p.skip,
+        "measure": p.measure,
+        "repeats": p.repeats,
+        "image_size": p.image_size,
+        "seq_len": p.seq_len,
+        "timeout_s": p.timeout_s,
+        "no_output_timeout_s": p.no_output_timeout_s,
+    }
+    fields.update(given)
+    if "batch_size" not in given:
+        fields["batch_size"] = p.batch_amp if fields.get("precision") == "amp" else p.batch_fp32
+    try:
+        spec = BenchmarkSpec(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in e['loc']) or 'spec'}: {e['msg']}" for e in exc.errors()
+        )
+        raise DlperfError(f"invalid benchmark settings: {problems}") from None
+    check_spec(adapter, spec)
+    return spec
+
+
+def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
+    if spec.impl not in adapter.impls:
+        raise DlperfError(
+            f"{adapter.name} has no {spec.impl!r} implementation; "
+            f"it has: {', '.join(adapter.impls)}"
+        )
+    known = adapter.option_keys(spec.model)
+    unknown = sorted(set(spec.options) - set(known))
+    if unknown:
+        valid = ", ".join(sorted(known)) or "(none)"
+        raise DlperfError(
+            f"unknown --set key(s) for {adapter.name} {spec.model}: {', '.join(unknown)}; "
+            f"valid keys: {valid}"
+        )
+    if spec.world_size > 1:
+        raise DlperfError(
+            f"{spec.nodes} node(s) x {spec.devices_per_node} device(s): multi-device launchers "
+            "are not available yet; run with --nodes 1 --devices-per-node 1"
+        )
+
+
+@dataclass
+class RunCallbacks:
+    """How the runner tells the CLI what it is doing (the core never prints)."""
+
+    message: Callable[[str], None] = lambda _: None
+    repeat_started: Callable[[int, int], None] = lambda i, n: None
+    repeat_done: Callable[[Repeat], None] = lambda r: None
+
+
+def new_result_id() -> str:
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+def run_benchmark(
+    spec: BenchmarkSpec,
+    results_dir: Path,
+    callbacks: RunCallbacks | None = None,
+    rebuild_env: bool = False,
+) -> tuple[Result, Path]:
+    """Run every repeat, store the result atomically, return it with its path.
+
+    Ctrl-C stops the running workload (proc kills its process group) and propagates before
+    anything is written, so no half-written result is left behind.
+    """
+    cb = callbacks or RunCallbacks()
+    adapter = get_adapter(spec.framework)
+    check_spec(adapter, spec)
+    env_spec = adapter.env_spec(spec.device)
+    env: Env | None = None
+    if env_spec is not None:
+        env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message)
+    python = str(env.python) if env else sys.executable
+    base_env = env.run_env() if env else dict(os.environ)
+
+    result_id = new_result_id()
+    raw_dir = result_dir(results_dir, spec.config_key()) / result_id
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    repeats = []
+    for index in range(1, spec.repeats + 1):
+        cb.repeat_started(index, spec.repeats)
+        repeat = run_repeat(adapter, spec, index, python, base_env, raw_dir)
+        repeats.append(repeat)
+        cb.repeat_done(repeat)
+    result = build_result(spec, result_id, repeats, env)
+    return result, write_result(results_dir, result)
+
+
+def run_repeat(
+    adapter: Adapter,
+    spec: BenchmarkSpec,
+    index: int,
+    python: str,
+    base_env: Mapping[str, str],
+    raw_dir: Path,
+) -> Repeat:
+    log_path = raw_dir / f"repeat-{index}.log"
+    events_path = raw_dir / f"repeat-{index}.events.jsonl"
+    events_path.unlink(missing_ok=True)
+    cmd = adapter.command(spec, python)
+    child_env = {**base_env, **cmd.env, EVENTS_ENV: str(events_path)}
+    proc = run_process(
+        cmd.argv,
+        log_path=log_path,
+        env=child_env,
+        cwd=cmd.cwd,
+        timeout_s=spec.timeout_s,
+        no_output_timeout_s=spec.no_output_timeout_s,
+        watch_paths=[events_path],
+    )
+    log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    events_text = events_path.read_text(errors="replace") if events_path.exists() else ""
+    parsed = adapter.parse(log_text, events_text)
+    status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
+    return Repeat(
+        index=index,
+        status=status,
+        throughput=window.throughput if window else None,
+        window=Window(
+            start_step=window.start_step,
+            end_step=window.end_step,
+            samples=window.samples,
+            elapsed_s=window.elapsed_s,
+        )
+        if window
+        else None,
+        step_times_s=list(window.step_times_s) if window else [],
+        wall_s=round(proc.wall_s, 4),
+        exit_code=proc.exit_code,
+        command=list(cmd.argv),
+        log_path=str(log_path),
+        events_path=str(events_path),
+        message=message,
+        log_tail="" if status == RepeatStatus.ok else tail(log_path),
+        warnings=parsed.notes,
+        workload=parsed.start,
+    )
+
+
+def classify(spec: BenchmarkSpec, outcome: str, exit_code: int | None, parsed: ParsedRun):
+    """(status, message, window or None) for one finished process."""
+    reached = parsed.marks[-1].step if parsed.marks else 0
+    where = f"after {reached} of {spec.steps} steps"
+    if outcome == "timeout":
+        return RepeatStatus.timeout, f"ran past --timeout {spec.timeout_s:g} s {where}", None
+    if outcome == "no_output":
+        return (
+            RepeatStatus.hung,
+            f"no output for {spec.no_output_timeout_s:g} s {where}; killed",
+            None,
+        )
+    if exit_code != 0:
+        return RepeatStatus.crashed, f"exited with status {exit_code} {where}", None
+    if not parsed.start and not parsed.marks:
+        return RepeatStatus.bad_output, "the workload wrote no usable events", None
+    try:
+        window = window_throughput(parsed.marks, spec.skip, spec.measure)
+    except TooFewSteps as exc:
+        return RepeatStatus.too_few_steps, f"{exc}; the workload exited cleanly {where}", None
+    return RepeatStatus.ok, "", window
+
+
+def _stats(values: list[float], unit: str) -> SummaryStats:
+    s = summarize(values)
+    return SummaryStats(
+        unit=unit,
+        values=list(s.values),
+        n=s.n,
+        median=s.median,
+        mean=s.mean,
+        min=s.min,
+        max=s.max,
+        stdev=s.stdev,
+        cv=s.cv,
+        ci_level=s.ci_level,
+        ci_low=s.ci_low,
+        ci_high=s.ci_high,
+    )
+
+
+def _fingerprint(repeat: Repeat) -> tuple:
+    return tuple(repeat.workload.get(k) for k in FINGERPRINT_KEYS)
+
+
+def build_result(
+    spec: BenchmarkSpec, result_id: str, repeats: list[Repeat], env: Env | None
+) -> Result:
+    warnings: list[str] = []
+    ok = [r for r in repeats if r.status == RepeatStatus.ok]
+    if ok:
+        # Never mix repeats of different software/hardware into one median.
+        reference = _fingerprint(ok[0])
+        checked = []
+        for r in repeats:
+            if r.status == RepeatStatus.ok and _fingerprint(r) != reference:
+                r = r.model_copy(
+                    update={
+                        "status": RepeatStatus.inconsistent,
+                        "message": f"fingerprint {_fingerprint(r)} differs from {reference}",
+                    }
+                )
+            checked.append(r)
+        repeats = checked
+        ok = [r for r in repeats if r.status == RepeatStatus.ok]
+    failed = [r for r in repeats if r.status != RepeatStatus.ok]
+    for r in failed:
+        warnings.append(f"repeat {r.index} {r.status.value}: {r.message}")
+
+    start = ok[0].workload if ok else (repeats[0].workload if repeats else {})
+    throughput = step_time = None
+    achieved = peak = mfu = None
+    peak_source = None
+    if ok:
+        throughput = _stats([r.throughput for r in ok], "samples/s")
+        warnings += noise_warnings(summarize(throughput.values))
+        step_means = [
+            1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step) for r in ok
+        ]
+        step_time = _stats(step_means, "ms")
+        flops = start.get("flops_per_sample") or None
+        if flops:
+            achieved = flops * throughput.median
+            found = system.peak_flops(spec.device, start.get("device_name"), spec.precision)
+            if found:
+                peak, peak_source = found
+                mfu = achieved / peak
+    status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
+    info = system.machine_info()
+    gpus = info.get("gpus") or []
+    environment = Environment(
+        dlperf_version=__version__,
+        host=info["host"],
+        os=info["os"],
+        python=start.get("python"),
+        framework_version=start.get("framework_version")
+        or (env.framework_version if env else None),
+        env_name=env.path.name if env else None,
+        cpu=info.get("cpu"),
+        cpu_count=info.get("cpu_count"),
+        gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
+        device_name=start.get("device_name"),
+        env_vars=system.captured_env_vars(),
+    )
+    return Result(
+        id=result_id,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        status=status,
+        spec=spec,
+        repeats=repeats,
+        metrics=Metrics(
+            throughput=throughput,
+            step_time_ms=step_time,
+            achieved_flops=achieved,
+            peak_flops=peak,
+            peak_source=peak_source,
+            mfu=mfu,
+        ),
+        model=ModelInfo(params=start.get("params"), flops_per_sample=start.get("flops_per_sample")),
+        environment=environment,
+        warnings=warnings,
+    )

@@ -1,0 +1,212 @@
+"""The result schema: what was measured, how, and what came out. Frozen and validated."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+
+MODES = ("train", "infer")
+PRECISIONS = ("fp32", "amp")
+IMPLS = ("ootb", "official", "micro")
+DEVICES = ("cpu", "cuda")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BenchmarkSpec(_Frozen):
+    """What to measure (FAMBench's Model + Implementation + Mode + Config) and how."""
+
+    framework: str
+    model: str
+    impl: str = "ootb"
+    mode: str = "train"
+    precision: str = "fp32"
+    xla: bool = False
+    device: str = "cpu"
+    nodes: int = Field(1, ge=1)
+    devices_per_node: int = Field(1, ge=1)
+    batch_size: int = Field(..., ge=1, description="per device")
+    image_size: int | None = Field(None, ge=1)
+    seq_len: int | None = Field(None, ge=1)
+    skip: int = Field(20, ge=0)
+    measure: int = Field(100, ge=1)
+    repeats: int = Field(7, ge=1)
+    options: dict[str, str] = Field(default_factory=dict)
+    preset: str | None = None
+    timeout_s: float = Field(1800.0, gt=0)
+    no_output_timeout_s: float = Field(600.0, gt=0)
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str) -> str:
+        return _one_of("mode", v, MODES)
+
+    @field_validator("precision")
+    @classmethod
+    def _precision(cls, v: str) -> str:
+        return _one_of("precision", v, PRECISIONS)
+
+    @field_validator("impl")
+    @classmethod
+    def _impl(cls, v: str) -> str:
+        return _one_of("implementation", v, IMPLS)
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        return _one_of("device", v, DEVICES)
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.devices_per_node
+
+    @property
+    def global_batch(self) -> int:
+        return self.world_size * self.batch_size
+
+    @property
+    def steps(self) -> int:
+        """Iterations a workload must run for the window to be complete."""
+        return self.skip + self.measure
+
+    def config_key(self) -> str:
+        """Identity of the configuration: equal keys may be compared and aggregated.
+
+        Repeats, window and timeouts are how we measure, not what; they are not in the key.
+        """
+        parts = [
+            self.framework,
+            self.model,
+            self.impl,
+            self.mode,
+            self.device,
+            self.precision + ("-xla" if self.xla else ""),
+            f"{self.nodes}n{self.devices_per_node}d",
+            f"b{self.batch_size}",
+        ]
+        if self.image_size:
+            parts.append(f"img{self.image_size}")
+        if self.seq_len:
+            parts.append(f"seq{self.seq_len}")
+        parts += [f"{k}={v}" for k, v in sorted(self.options.items())]
+        return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "_".join(parts))
+
+
+def _one_of(what: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(choices)}")
+    return value
+
+
+class RepeatStatus(str, Enum):
+    ok = "ok"
+    crashed = "crashed"  # non-zero exit
+    timeout = "timeout"  # ran past --timeout
+    hung = "hung"  # no output for the no-output timeout
+    too_few_steps = "too_few_steps"  # exited before the window was complete
+    bad_output = "bad_output"  # no usable events
+    interrupted = "interrupted"  # Ctrl-C
+    inconsistent = "inconsistent"  # fingerprint differs from the other repeats
+
+
+class ResultStatus(str, Enum):
+    ok = "ok"  # every repeat ok
+    partial = "partial"  # some repeats ok: stats over those, flagged
+    failed = "failed"  # no repeat ok
+
+
+class Window(_Frozen):
+    """The iterations a throughput was computed over (effective, as the marks allowed)."""
+
+    start_step: int
+    end_step: int
+    samples: float
+    elapsed_s: float
+
+
+class Repeat(_Frozen):
+    index: int
+    status: RepeatStatus
+    throughput: float | None = None
+    window: Window | None = None
+    step_times_s: list[float] = Field(default_factory=list)
+    wall_s: float = 0.0
+    exit_code: int | None = None
+    command: list[str] = Field(default_factory=list)
+    log_path: str = ""
+    events_path: str = ""
+    message: str = ""
+    log_tail: str = ""
+    warnings: list[str] = Field(default_factory=list)
+    workload: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _ok_has_number(self) -> Repeat:
+        if self.status == RepeatStatus.ok and (self.throughput is None or self.throughput <= 0):
+            raise ValueError("an ok repeat needs a positive throughput")
+        return self
+
+
+class SummaryStats(_Frozen):
+    """Summary of one metric over the ok repeats; `median` is the headline (as DLPerf)."""
+
+    unit: str
+    values: list[float]
+    n: int
+    median: float
+    mean: float
+    min: float
+    max: float
+    stdev: float
+    cv: float
+    ci_level: float
+    ci_low: float
+    ci_high: float
+
+
+class Metrics(_Frozen):
+    throughput: SummaryStats | None = None
+    step_time_ms: SummaryStats | None = None
+    achieved_flops: float | None = None  # model FLOPs/s at the median throughput
+    peak_flops: float | None = None
+    peak_source: str | None = None
+    mfu: float | None = None
+
+
+class ModelInfo(_Frozen):
+    params: int | None = None
+    flops_per_sample: float | None = None
+
+
+class Environment(_Frozen):
+    dlperf_version: str
+    host: str
+    os: str
+    python: str | None = None  # the workload's interpreter
+    framework_version: str | None = None
+    env_name: str | None = None
+    cpu: str | None = None
+    cpu_count: int | None = None
+    gpu: str | None = None
+    device_name: str | None = None
+    env_vars: dict[str, str] = Field(default_factory=dict)
+
+
+class Result(_Frozen):
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    created: str
+    status: ResultStatus
+    spec: BenchmarkSpec
+    repeats: list[Repeat]
+    metrics: Metrics
+    model: ModelInfo
+    environment: Environment
+    warnings: list[str] = Field(default_factory=list)

@@ -1,0 +1,129 @@
+"""Pure statistics on plain sequences: measurement windows, summaries, noise warnings."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dlperf.events import Mark
+
+# Two-sided 95 % Student t quantiles t(0.975, df) for df = 1..30; beyond that, the normal 1.96.
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+class TooFewSteps(ValueError):
+    """The marks do not reach the end of the requested window."""
+
+
+@dataclass(frozen=True)
+class WindowThroughput:
+    throughput: float  # samples / elapsed
+    start_step: int  # the mark the window starts at (its samples are not counted)
+    end_step: int
+    samples: float
+    elapsed_s: float
+    step_times_s: tuple[float, ...]  # durations between consecutive marks inside the window
+
+
+def window_throughput(marks: Sequence[Mark], skip: int, measure: int) -> WindowThroughput:
+    """Throughput over iterations skip+1 .. skip+measure.
+
+    Samples in the window divided by the time between the window's first and last mark,
+    never an average of per-step rates. With coarse marks (every k steps), the window is the
+    first mark at or after `skip` to the last mark at or before `skip + measure`; the result
+    says which marks were used.
+    """
+    if measure < 1 or skip < 0:
+        raise ValueError("measure must be >= 1 and skip >= 0")
+    end_target = skip + measure
+    last_step = marks[-1].step if marks else None
+    if last_step is None or last_step < end_target:
+        got = "no step marks" if last_step is None else f"marks up to step {last_step}"
+        raise TooFewSteps(
+            f"the window needs step {end_target} (skip {skip} + measure {measure}) but the "
+            f"run logged {got}"
+        )
+    starts = [m for m in marks if m.step >= skip]
+    ends = [m for m in marks if m.step <= end_target]
+    start, end = starts[0], ends[-1]
+    if end.step <= start.step:
+        raise TooFewSteps(
+            f"no two marks lie inside the window steps {skip}..{end_target}: the log's marks "
+            "are coarser than the window; use a larger --measure"
+        )
+    inside = [m for m in marks if start.step < m.step <= end.step]
+    samples = sum(m.samples for m in inside)
+    elapsed = end.time - start.time
+    if elapsed <= 0:
+        raise ValueError(f"non-positive elapsed time {elapsed} over steps {start.step}..{end.step}")
+    times = [b.time - a.time for a, b in zip([start, *inside], inside, strict=False)]
+    return WindowThroughput(samples / elapsed, start.step, end.step, samples, elapsed, tuple(times))
+
+
+@dataclass(frozen=True)
+class Summary:
+    values: tuple[float, ...]
+    n: int
+    median: float
+    mean: float
+    min: float
+    max: float
+    stdev: float  # sample standard deviation (n - 1); 0 for one value
+    cv: float  # stdev / mean
+    ci_level: float
+    ci_low: float  # Student t interval of the mean; equals the mean when n == 1
+    ci_high: float
+
+
+def t_quantile_975(df: int) -> float:
+    if df < 1:
+        raise ValueError("df must be >= 1")
+    return _T975[df - 1] if df <= len(_T975) else 1.96
+
+
+def summarize(values: Sequence[float]) -> Summary:
+    if not values:
+        raise ValueError("no values to summarize")
+    vals = tuple(float(v) for v in values)
+    n = len(vals)
+    mean = statistics.fmean(vals)
+    stdev = statistics.stdev(vals) if n > 1 else 0.0
+    half = t_quantile_975(n - 1) * stdev / math.sqrt(n) if n > 1 else 0.0
+    return Summary(
+        values=vals,
+        n=n,
+        median=statistics.median(vals),
+        mean=mean,
+        min=min(vals),
+        max=max(vals),
+        stdev=stdev,
+        cv=stdev / mean if mean else 0.0,
+        ci_level=0.95,
+        ci_low=mean - half,
+        ci_high=mean + half,
+    )
+
+
+def noise_warnings(s: Summary, what: str = "throughput", cv_limit: float = 0.10) -> list[str]:
+    """pyperf-style warnings: say that a number is unstable instead of hiding it."""
+    out = []
+    if s.n < 3:
+        out.append(f"only {s.n} repeat(s) of {what}: too few to judge stability; use --repeats 7")
+    if s.cv > cv_limit:
+        out.append(
+            f"{what} is noisy: the standard deviation is {s.cv:.1%} of the mean "
+            f"(limit {cv_limit:.0%}); run `dlperf doctor` and close other programs"
+        )
+    for label, value in (("maximum", s.max), ("minimum", s.min)):
+        if s.median and abs(value - s.median) / s.median > 0.5:
+            out.append(
+                f"the {label} {what} ({value:.4g}) is {abs(value / s.median - 1):.0%} away from "
+                f"the median ({s.median:.4g}): an outlier repeat"
+            )
+    return out

@@ -1,0 +1,121 @@
+"""The results directory: atomic writes, loading with schema upgrades, a pandas frame.
+
+Layout: ``<results>/<config_key>/<result_id>.json``, raw logs beside it in ``<result_id>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from dlperf import DlperfError
+from dlperf.schema import SCHEMA_VERSION, Result, ResultStatus
+
+DEFAULT_RESULTS_DIR = Path("results")
+
+
+def result_dir(results_dir: Path, config_key: str) -> Path:
+    return results_dir / config_key
+
+
+def write_result(results_dir: Path, result: Result) -> Path:
+    """Write atomically (temp file + rename): an interrupted run leaves no half-written JSON."""
+    folder = result_dir(results_dir, result.spec.config_key())
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{result.id}.json"
+    text = result.model_dump_json(indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{result.id}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:
+    """Bring an older result up to SCHEMA_VERSION; refuse a newer one."""
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise DlperfError(f"{source}: not a dlperf result (no integer schema_version)")
+    if version > SCHEMA_VERSION:
+        raise DlperfError(
+            f"{source}: schema_version {version} is newer than this dlperf understands "
+            f"({SCHEMA_VERSION}); upgrade dlperf (pip install -U dlperf) to read it"
+        )
+    # Version 1 is the first; upgrades from older versions chain here as they appear.
+    return data
+
+
+def load_result(path: Path) -> Result:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DlperfError(f"{path}: cannot read result: {exc}") from None
+    try:
+        return Result.model_validate(upgrade(data, str(path)))
+    except ValidationError as exc:
+        raise DlperfError(f"{path}: invalid result: {exc}") from None
+
+
+def iter_result_paths(results_dir: Path) -> list[Path]:
+    if not results_dir.exists():
+        return []
+    return sorted(p for p in results_dir.rglob("*.json") if not p.name.startswith("."))
+
+
+def load_results(results_dir: Path) -> list[Result]:
+    return [load_result(p) for p in iter_result_paths(results_dir)]
+
+
+def latest_per_config(results: Iterable[Result]) -> list[Result]:
+    """The newest result for each configuration (results of one config are never merged)."""
+    latest: dict[str, Result] = {}
+    for result in results:
+        key = result.spec.config_key()
+        if key not in latest or (result.created, result.id) > (
+            latest[key].created,
+            latest[key].id,
+        ):
+            latest[key] = result
+    return [latest[k] for k in sorted(latest)]
+
+
+def find_result(results_dir: Path, config_key: str) -> Result | None:
+    """The newest stored result of one configuration, if any."""
+    found = latest_per_config(load_results(result_dir(results_dir, config_key)))
+    return found[0] if found else None
+
+
+def results_frame(results: Iterable[Result]):  # -> pandas.DataFrame (pandas imported lazily)
+    """One row per result: spec fields, status and the throughput summary."""
+    import pandas as pd
+
+    rows = []
+    for r in results:
+        t = r.metrics.throughput
+        rows.append(
+            {
+                **r.spec.model_dump(exclude={"options"}),
+                "config_key": r.spec.config_key(),
+                "id": r.id,
+                "created": r.created,
+                "status": r.status.value,
+                "median": t.median if t else None,
+                "min": t.min if t else None,
+                "max": t.max if t else None,
+                "cv": t.cv if t else None,
+                "n_ok": t.n if t else 0,
+                "mfu": r.metrics.mfu,
+                "ok": r.status != ResultStatus.failed,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,86 @@
+import math
+
+import pytest
+
+from dlperf.events import Mark
+from dlperf.stats import (
+    TooFewSteps,
+    noise_warnings,
+    summarize,
+    t_quantile_975,
+    window_throughput,
+)
+
+
+def dense_marks(step_times, batch=10):
+    marks, t = [Mark(0, 100.0, 0)], 100.0
+    for i, dt in enumerate(step_times, start=1):
+        t += dt
+        marks.append(Mark(i, t, batch))
+    return marks
+
+
+def test_window_counts_samples_between_first_and_last_mark():
+    # steps 1..2 skipped (slow warm-up), steps 3..5 measured: 30 samples in 0.1+0.2+0.3 s
+    marks = dense_marks([5.0, 5.0, 0.1, 0.2, 0.3, 9.0])
+    w = window_throughput(marks, skip=2, measure=3)
+    assert (w.start_step, w.end_step) == (2, 5)
+    assert w.samples == 30
+    assert w.elapsed_s == pytest.approx(0.6)
+    assert w.throughput == pytest.approx(50.0)
+    assert w.step_times_s == pytest.approx((0.1, 0.2, 0.3))
+
+
+def test_window_is_not_an_average_of_step_rates():
+    # rates 100 and 10 samples/s: mean of rates 55, true throughput 20/1.1 = 18.18
+    w = window_throughput(dense_marks([0.1, 1.0]), skip=0, measure=2)
+    assert w.throughput == pytest.approx(20 / 1.1)
+
+
+def test_window_with_coarse_marks_uses_marks_inside_and_records_them():
+    # a log that only marks every 100 steps (Keras TimeHistory style), 12800 samples each
+    marks = [Mark(0, 0.0, 0)] + [Mark(100 * k, 40.0 * k, 12800) for k in range(1, 7)]
+    w = window_throughput(marks, skip=100, measure=500)
+    assert (w.start_step, w.end_step) == (100, 600)
+    assert w.throughput == pytest.approx(5 * 12800 / 200.0)
+
+
+def test_too_few_steps_is_an_error_not_a_number():
+    with pytest.raises(TooFewSteps, match="needs step 5"):
+        window_throughput(dense_marks([0.1] * 4), skip=2, measure=3)
+    with pytest.raises(TooFewSteps, match="no step marks"):
+        window_throughput([], skip=0, measure=1)
+
+
+def test_summary_against_hand_computed_values():
+    s = summarize([10.0, 12.0, 11.0, 13.0, 9.0])
+    assert s.median == 11.0 and s.mean == 11.0
+    assert (s.min, s.max, s.n) == (9.0, 13.0, 5)
+    # sample variance = (1+1+0+4+4)/4 = 2.5
+    assert s.stdev == pytest.approx(math.sqrt(2.5))
+    assert s.cv == pytest.approx(math.sqrt(2.5) / 11.0)
+    half = 2.776 * math.sqrt(2.5) / math.sqrt(5)  # t(0.975, 4) = 2.776
+    assert (s.ci_low, s.ci_high) == pytest.approx((11.0 - half, 11.0 + half))
+
+
+def test_summary_of_one_value_and_even_count():
+    one = summarize([5.0])
+    assert (one.stdev, one.cv, one.ci_low, one.ci_high) == (0.0, 0.0, 5.0, 5.0)
+    assert summarize([1.0, 2.0, 3.0, 10.0]).median == 2.5
+
+
+def test_t_quantiles():
+    assert t_quantile_975(1) == 12.706
+    assert t_quantile_975(6) == 2.447
+    assert t_quantile_975(500) == 1.96
+    with pytest.raises(ValueError):
+        t_quantile_975(0)
+
+
+def test_noise_warnings_flag_unstable_numbers():
+    assert noise_warnings(summarize([100.0, 101.0, 99.0])) == []
+    noisy = noise_warnings(summarize([100.0, 130.0, 70.0]))
+    assert any("noisy" in w and "30.0%" in w for w in noisy)
+    outlier = noise_warnings(summarize([100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 300.0]))
+    assert any("maximum" in w and "outlier" in w for w in outlier)
+    assert any("too few" in w for w in noise_warnings(summarize([1.0, 1.0])))
