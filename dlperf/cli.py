@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from typer.exceptions import TyperException
 
 from dlperf import DlperfError, __version__
 from dlperf.store import DEFAULT_RESULTS_DIR
@@ -266,12 +266,12 @@ def main() -> None:
     except DlperfError as exc:
         err.print(f"[red]error:[/] {exc}", highlight=False)
         sys.exit(1)
-    except click.ClickException as exc:  # bad usage is a user error: exit 1, not click's 2
-        exc.show()
-        sys.exit(1)
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         err.print("[yellow]interrupted[/]: workloads stopped; no result was written")
         sys.exit(130)
+    except TyperException as exc:  # bad usage is a user error: exit 1, not click's 2
+        exc.show()
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -1,0 +1,99 @@
+"""The whole pipeline on the calibration workload: real subprocesses, real files."""
+
+import json
+
+import pytest
+
+from dlperf import DlperfError
+from dlperf.runner import resolve_spec, run_benchmark
+from dlperf.schema import RepeatStatus, ResultStatus
+from dlperf.store import load_result
+
+pytestmark = pytest.mark.multiprocess
+
+
+def spec(**over):
+    base = {"skip": 3, "measure": 10, "repeats": 2, "batch_size": 10}
+    base.update(over)
+    options = base.pop("options", {"step_ms": "20"})
+    return resolve_spec(
+        "calibration", "pace", preset="smoke", overrides={**base, "options": options}
+    )
+
+
+def test_paced_run_reports_the_true_throughput(tmp_path):
+    result, path = run_benchmark(spec(), tmp_path)
+    assert result.status == ResultStatus.ok
+    t = result.metrics.throughput
+    assert t.n == 2 and len(t.values) == 2 and t.unit == "samples/s"
+    for value in t.values:
+        assert value == pytest.approx(500.0, rel=0.01)
+    assert all(r.window.start_step == 3 and r.window.end_step == 13 for r in result.repeats)
+    stored = json.loads(path.read_text())
+    assert stored["schema_version"] == 1
+    assert stored["spec"]["framework"] == "calibration"
+    assert stored["metrics"]["throughput"]["median"] == pytest.approx(500.0, rel=0.01)
+    assert [r["status"] for r in stored["repeats"]] == ["ok", "ok"]
+    assert stored["model"] == {"params": 0, "flops_per_sample": 0.0}
+    assert load_result(path) == result
+    for r in result.repeats:
+        assert "step 13/13" in open(r.log_path).read()
+
+
+@pytest.mark.parametrize(
+    "options, status, message",
+    [
+        ({"crash_at_step": "5"}, RepeatStatus.crashed, "exited with status 3 after 4 of 13"),
+        ({"exit_at_step": "8"}, RepeatStatus.too_few_steps, "needs step 13"),
+        ({"hang_at_step": "6"}, RepeatStatus.hung, "no output for 1 s after 5 of 13"),
+    ],
+)
+def test_misbehaviour_ends_in_its_status_and_keeps_the_log(tmp_path, options, status, message):
+    s = spec(options={"step_ms": "20", **options}, no_output_timeout_s=1.0, repeats=1)
+    result, path = run_benchmark(s, tmp_path)
+    assert result.status == ResultStatus.failed
+    (repeat,) = result.repeats
+    assert repeat.status == status
+    assert message in repeat.message
+    assert repeat.log_tail  # the tail of the log travels with the result
+    assert repeat.throughput is None and result.metrics.throughput is None
+    assert load_result(path).repeats[0].status == status
+
+
+def test_timeout_status(tmp_path):
+    s = spec(options={"step_ms": "200"}, timeout_s=1.0, repeats=1)
+    result, _ = run_benchmark(s, tmp_path)
+    assert result.repeats[0].status == RepeatStatus.timeout
+
+
+def test_garbage_lines_are_skipped_and_nothing_is_lost(tmp_path):
+    result, _ = run_benchmark(spec(options={"step_ms": "20", "garbage_every": "2"}), tmp_path)
+    assert result.status == ResultStatus.ok
+    for r in result.repeats:
+        assert r.throughput == pytest.approx(500.0, rel=0.01)
+        assert r.window.end_step - r.window.start_step == 10
+        assert r.warnings == ["12 malformed event line(s) ignored"]
+
+
+def test_flops_give_achieved_flops_and_mfu_against_the_cpu_peak(tmp_path):
+    s = spec(options={"step_ms": "20", "flops_per_sample": "1e6"})
+    result, _ = run_benchmark(s, tmp_path)
+    m = result.metrics
+    assert m.achieved_flops == pytest.approx(1e6 * result.metrics.throughput.median)
+    assert m.peak_flops > 0 and "GEMM" in m.peak_source
+    assert m.mfu == pytest.approx(m.achieved_flops / m.peak_flops)
+
+
+def test_bad_input_is_refused_before_anything_runs():
+    with pytest.raises(DlperfError, match="known frameworks: calibration, pytorch"):
+        resolve_spec("caffe", "pace")
+    with pytest.raises(DlperfError, match="its models: pace"):
+        resolve_spec("calibration", "resnet50")
+    with pytest.raises(DlperfError, match="batch_size"):
+        resolve_spec("calibration", "pace", overrides={"batch_size": 0})
+    with pytest.raises(DlperfError, match="measure"):
+        resolve_spec("calibration", "pace", overrides={"measure": 0})
+    with pytest.raises(DlperfError, match="valid keys: crash_at_step"):
+        resolve_spec("calibration", "pace", overrides={"options": {"nope": "1"}})
+    with pytest.raises(DlperfError, match="choose one of: dlperf, smoke"):
+        resolve_spec("calibration", "pace", preset="huge")
