@@ -1,6 +1,7 @@
 """The whole pipeline on the calibration workload: real subprocesses, real files."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -37,7 +38,7 @@ def test_paced_run_reports_the_true_throughput(tmp_path):
     assert stored["model"] == {"params": 0, "flops_per_sample": 0.0}
     assert load_result(path) == result
     for r in result.repeats:
-        assert "step 13/13" in open(r.log_path).read()
+        assert "step 13/13" in Path(r.log_path).read_text()
 
 
 @pytest.mark.parametrize(
