@@ -1,0 +1,443 @@
+"""The one place in dlperf that starts subprocesses.
+
+Why one place: a benchmark workload that hangs, floods its output, or leaves helper processes
+behind (data-loader workers, compile servers) must never hang dlperf or leak into the next
+measurement. `run_process` therefore always
+
+* starts the child in its own session / process group, so the whole tree can be signalled at
+  once and a terminal Ctrl-C reaches only dlperf (which then cleans up deliberately);
+* streams merged stdout+stderr into a log file line by line as it arrives, so a crash or a
+  kill still leaves a complete log to read with `tail`;
+* enforces a total timeout and a no-output timeout (output lines or growth of watched files
+  count as progress);
+* kills the whole group (SIGTERM, grace period, SIGKILL), plus descendants that escaped it,
+  on timeout, on KeyboardInterrupt, and after a normal exit that left stragglers behind.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import select
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import psutil
+
+from dlperf import DlperfError
+
+POLL_S = 0.1
+"""Granularity of the wait loop: timeouts fire at most this late, and we never busy-loop."""
+
+_READ_CHUNK = 65536
+_MAX_PARTIAL_CHARS = 1 << 20
+"""A "line" without newline longer than this is written out anyway (progress bars, binary junk)."""
+
+_READER_DRAIN_S = 2.0
+"""After the group is gone, how long the reader may keep draining before we stop it. Only
+matters when a process we could not find (e.g. a double-forked daemon) still holds the pipe."""
+
+_KILL_CONFIRM_S = 5.0
+"""How long to wait for SIGKILLed processes to disappear before giving up on them."""
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """How one subprocess ended.
+
+    `exit_code` is None when dlperf killed the process (timeouts), so callers never mistake a
+    kill for the workload's own verdict. `outcome` is "exited", "timeout" or "no_output"
+    ("interrupted" is reserved for callers recording a KeyboardInterrupt, which run_process
+    re-raises instead of returning).
+    """
+
+    exit_code: int | None
+    outcome: str
+    wall_s: float
+    log_path: Path
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    log_path: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout_s: float | None = None,
+    no_output_timeout_s: float | None = None,
+    watch_paths: Sequence[Path] = (),
+    kill_grace_s: float = 5.0,
+    on_line: Callable[[str], None] | None = None,
+) -> ProcResult:
+    """Run `argv` to completion (or until a timeout) with its output streamed to `log_path`.
+
+    `env` is the complete environment of the child (the caller merges `os.environ` if it wants
+    to): a benchmark must not silently inherit whatever happens to be set in the shell. The
+    program is looked up on the PATH of `env` when given.
+
+    `timeout_s` bounds the total wall time (outcome "timeout"). `no_output_timeout_s` kills a
+    child that neither printed a line nor changed the size/mtime of any `watch_paths` file for
+    that long (outcome "no_output"); watched files let quiet workloads that write results or
+    checkpoints prove they are alive. Killing means SIGTERM to the whole process group and to
+    descendants that left it, `kill_grace_s` to exit, then SIGKILL.
+
+    `on_line` is called from the reader thread with each output line (without the newline), in
+    order, as it arrives; if it raises, the error is noted in the log and it is not called again,
+    because the pipe must keep being drained or the child would block.
+
+    KeyboardInterrupt while waiting kills the group and is re-raised, with the log complete and
+    closed. A missing or non-executable program raises DlperfError.
+    """
+    argv = [os.fspath(a) for a in argv]
+    if not argv:
+        raise DlperfError("run_process needs a program to run, got an empty argv")
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    watch = [Path(p) for p in watch_paths]
+
+    with open(log_path, "w", encoding="utf-8", errors="replace", newline="") as log:
+        log.write(f"# dlperf: {shlex.join(argv)}\n")
+        log.flush()
+        start = time.monotonic()
+        proc = _start(argv, env=env, cwd=cwd, log=log)
+        pgid = proc.pid  # start_new_session=True: the child leads its own group
+        reader = _Reader(proc, log, on_line, start)
+        reader.start()
+        notes: list[str] = []
+        try:
+            try:
+                outcome, reason = _wait(proc, reader, start, timeout_s, no_output_timeout_s, watch)
+            except KeyboardInterrupt:
+                notes.append(_kill_tree(proc, pgid, kill_grace_s, "KeyboardInterrupt"))
+                raise
+            if outcome == "exited":
+                note = _reap_stragglers(pgid, kill_grace_s)
+            else:
+                note = _kill_tree(proc, pgid, kill_grace_s, reason)
+            if note:
+                notes.append(note)
+            exit_code = proc.returncode if outcome == "exited" else None
+            wall_s = time.monotonic() - start
+        finally:
+            # Every path: make sure nothing we started survives, the reader is done with the
+            # file, and our notes land at the end of the log.
+            if proc.poll() is None:  # only reachable through an unexpected error above
+                with contextlib.suppress(BaseException):
+                    notes.append(_kill_tree(proc, pgid, 0.0, "an internal error"))
+            reader.finish()
+            for note in notes:
+                log.write(f"# dlperf: {note}\n")
+            log.flush()
+    return ProcResult(exit_code=exit_code, outcome=outcome, wall_s=wall_s, log_path=log_path)
+
+
+def tail(path: Path, lines: int = 40, max_chars: int = 8000) -> str:
+    """The last `lines` lines of a log (at most `max_chars` characters), for error messages.
+
+    Never raises for a missing or unreadable file ("" then) or binary content (replaced
+    characters), because it is used while reporting some other failure.
+    """
+    if lines <= 0 or max_chars <= 0:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            # 4 bytes per char covers any UTF-8; the line limit is applied after decoding.
+            f.seek(max(0, size - max_chars * 4))
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    kept = text.splitlines()[-lines:]
+    out = "\n".join(kept)
+    if len(out) > max_chars:
+        out = out[-max_chars:]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# internals
+
+
+def _start(
+    argv: list[str], *, env: Mapping[str, str] | None, cwd: Path | None, log: TextIO
+) -> subprocess.Popen[bytes]:
+    """Popen with our fixed policy; turns "cannot start" into an actionable DlperfError."""
+    if cwd is not None and not Path(cwd).is_dir():
+        msg = f"cannot run {argv[0]!r}: working directory {str(cwd)!r} does not exist"
+        _note_failure(log, msg)
+        raise DlperfError(msg)
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except FileNotFoundError as e:
+        search = env.get("PATH") if env is not None else os.environ.get("PATH")
+        where = "" if os.sep in argv[0] else f" on PATH={search or os.defpath!r}"
+        msg = (
+            f"cannot run {argv[0]!r}: program not found{where}. Install it, or give its full "
+            "path, or fix PATH in the environment passed to the run"
+        )
+        _note_failure(log, msg)
+        raise DlperfError(msg) from e
+    except PermissionError as e:
+        msg = f"cannot run {argv[0]!r}: permission denied ({e}). Check that it is executable"
+        _note_failure(log, msg)
+        raise DlperfError(msg) from e
+    except OSError as e:
+        msg = f"cannot run {argv[0]!r}: {e}"
+        _note_failure(log, msg)
+        raise DlperfError(msg) from e
+
+
+def _note_failure(log: TextIO, msg: str) -> None:
+    log.write(f"# dlperf: {msg}\n")
+    log.flush()
+
+
+class _Reader(threading.Thread):
+    """Drains the child's pipe into the log, line by line, as output arrives.
+
+    Uses select + os.read on the raw fd rather than readline so that `finish` can stop it even
+    if some unknown process keeps the pipe's write end open forever.
+    """
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        log: TextIO,
+        on_line: Callable[[str], None] | None,
+        start: float,
+    ) -> None:
+        super().__init__(name=f"dlperf-reader-{proc.pid}", daemon=True)
+        assert proc.stdout is not None
+        self._pipe = proc.stdout
+        self._fd = proc.stdout.fileno()
+        self._log = log
+        self._on_line = on_line
+        self._stop_requested = threading.Event()
+        self.last_output = start
+        """time.monotonic() of the last bytes read; a float assignment is atomic in CPython."""
+
+    def run(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        partial = ""
+        try:
+            while True:
+                ready, _, _ = select.select([self._fd], [], [], POLL_S)
+                if not ready:
+                    if self._stop_requested.is_set():
+                        break
+                    continue
+                chunk = os.read(self._fd, _READ_CHUNK)
+                if not chunk:
+                    break
+                self.last_output = time.monotonic()
+                partial += decoder.decode(chunk)
+                *complete, partial = partial.split("\n")
+                for line in complete:
+                    self._emit(line)
+                if len(partial) > _MAX_PARTIAL_CHARS:
+                    self._emit(partial)
+                    partial = ""
+            partial += decoder.decode(b"", final=True)
+            if partial:
+                self._emit(partial)
+        except Exception as e:  # a broken log disk must not leave the child blocked on the pipe
+            with contextlib.suppress(Exception):
+                self._log.write(f"# dlperf: output reader failed: {e!r}\n")
+        finally:
+            with contextlib.suppress(Exception):
+                self._log.flush()
+
+    def _emit(self, line: str) -> None:
+        self._log.write(line + "\n")
+        self._log.flush()
+        if self._on_line is not None:
+            try:
+                self._on_line(line.removesuffix("\r"))
+            except Exception as e:
+                self._on_line = None
+                self._log.write(f"# dlperf: on_line callback failed, no longer called: {e!r}\n")
+                self._log.flush()
+
+    def finish(self) -> None:
+        """Join the thread (draining what is left) and close the pipe. Safe to call twice."""
+        self.join(_READER_DRAIN_S)
+        if self.is_alive():
+            self._stop_requested.set()
+            self.join()
+        with contextlib.suppress(OSError):
+            self._pipe.close()
+
+
+def _watch_signature(paths: Sequence[Path]) -> tuple[tuple[int, int] | None, ...]:
+    sig: list[tuple[int, int] | None] = []
+    for p in paths:
+        try:
+            st = p.stat()
+            sig.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            sig.append(None)
+    return tuple(sig)
+
+
+def _wait(
+    proc: subprocess.Popen[bytes],
+    reader: _Reader,
+    start: float,
+    timeout_s: float | None,
+    no_output_timeout_s: float | None,
+    watch: Sequence[Path],
+) -> tuple[str, str]:
+    """Wait for the child to exit or a timeout to fire. Returns (outcome, reason for the log)."""
+    last_sig = _watch_signature(watch) if watch else ()
+    last_watch_change = start
+    while True:
+        try:
+            proc.wait(POLL_S)
+            return "exited", ""
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if timeout_s is not None and now - start >= timeout_s:
+            return "timeout", f"total timeout of {timeout_s:.1f} s"
+        if no_output_timeout_s is not None:
+            if watch:
+                sig = _watch_signature(watch)
+                if sig != last_sig:
+                    last_sig, last_watch_change = sig, now
+            last_activity = max(reader.last_output, last_watch_change)
+            if now - last_activity >= no_output_timeout_s:
+                return "no_output", f"no output for {no_output_timeout_s:.1f} s"
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    """Live (non-zombie) processes in process group `pgid`."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    except PermissionError:
+        pass
+    members = []
+    for p in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(p)
+        except (OSError, psutil.Error):
+            continue
+    return members
+
+
+def _alive(procs: Sequence[psutil.Process]) -> list[psutil.Process]:
+    """Those still running and not zombies (psutil guards against pid reuse)."""
+    alive = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.Error:
+            continue
+    return alive
+
+
+def _signal_all(pgid: int, extra: Sequence[psutil.Process], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+    for p in extra:
+        with contextlib.suppress(psutil.Error):
+            p.send_signal(sig)
+
+
+def _terminate(
+    pgid: int,
+    extra: Sequence[psutil.Process],
+    grace_s: float,
+    gone: Callable[[], bool],
+    reap: Callable[[], object] = lambda: None,
+) -> bool:
+    """SIGTERM, wait up to grace_s for `gone()`, then SIGKILL. Returns True if SIGKILL was needed.
+
+    A second KeyboardInterrupt during the grace period skips straight to SIGKILL.
+    """
+    _signal_all(pgid, extra, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    try:
+        while time.monotonic() < deadline:
+            reap()
+            if gone():
+                return False
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        reap()
+        if gone():
+            return False
+    finally:
+        # Runs on the normal path (grace over) and on a KeyboardInterrupt during the grace.
+        if not gone():
+            _signal_all(pgid, extra, signal.SIGKILL)
+    deadline = time.monotonic() + _KILL_CONFIRM_S
+    while time.monotonic() < deadline and not gone():
+        reap()
+        time.sleep(0.02)
+    return True
+
+
+def _kill_tree(proc: subprocess.Popen[bytes], pgid: int, grace_s: float, reason: str) -> str:
+    """Kill the child's group and escaped descendants; reap the child. Returns the log note."""
+    escaped = _descendants(proc.pid)  # before killing: once the child dies they are orphans
+
+    def gone() -> bool:
+        return proc.poll() is not None and not _group_members(pgid) and not _alive(escaped)
+
+    try:
+        killed = _terminate(pgid, escaped, grace_s, gone, reap=proc.poll)
+    finally:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(_KILL_CONFIRM_S)
+    how = f"SIGTERM, then SIGKILL after {grace_s:.1f} s" if killed else "SIGTERM"
+    return f"killed process group after {reason} ({how})"
+
+
+def _reap_stragglers(pgid: int, grace_s: float) -> str:
+    """After a normal exit: kill what the workload left running in its group."""
+    left = _group_members(pgid)
+    if not left:
+        return ""
+    names = ", ".join(sorted({_name(p) for p in left}))
+    killed = _terminate(pgid, (), grace_s, lambda: not _group_members(pgid))
+    how = f"SIGTERM, then SIGKILL after {grace_s:.1f} s" if killed else "SIGTERM"
+    return (
+        f"killed {len(left)} process(es) left running in the group after the main process "
+        f"exited: {names} ({how})"
+    )
+
+
+def _name(p: psutil.Process) -> str:
+    try:
+        return f"{p.name()}[{p.pid}]"
+    except psutil.Error:
+        return f"[{p.pid}]"
