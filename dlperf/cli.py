@@ -227,10 +227,11 @@ def report(
 ) -> None:
     """Regenerate reports/<model>.md (and charts) from the results directory."""
     from dlperf.report import write_reports
+    from dlperf.store import iter_result_paths
 
-    paths = write_reports(results_dir, reports_dir)
-    if not paths:
+    if not iter_result_paths(results_dir):
         raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
+    paths = write_reports(results_dir, reports_dir)
     for p in paths:
         console.print(f"wrote {p}")
 

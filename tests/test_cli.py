@@ -1,0 +1,78 @@
+"""The command line as a user meets it: real processes, exit codes, stored files."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.multiprocess
+
+
+def dlperf(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "dlperf", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+def test_run_json_prints_the_stored_result_and_report_renders_it(tmp_path):
+    out = dlperf(
+        "run", "calibration", "pace", "--preset", "smoke", "--set", "step_ms=10",
+        "--measure", "10", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["status"] == "ok"
+    assert result["metrics"]["throughput"]["median"] == pytest.approx(1000.0, rel=0.01)
+    assert len(result["metrics"]["throughput"]["values"]) == 3
+    assert list((tmp_path / "results").rglob("*.json"))
+    rep = dlperf("report", cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    assert "1000." in (tmp_path / "reports" / "pace.md").read_text()
+
+
+def test_a_failed_benchmark_exits_2_and_is_stored(tmp_path):
+    out = dlperf(
+        "run", "calibration", "pace", "--preset", "smoke", "--repeats", "2",
+        "--set", "crash_at_step=2", cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "crashed" in out.stdout
+    (path,) = (tmp_path / "results").rglob("*.json")
+    assert json.loads(path.read_text())["status"] == "failed"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "caffe", "resnet50"], "known frameworks: calibration, pytorch"),
+        (["run", "pytorch", "gpt9"], "its models: resnet50, bert"),
+        (["run", "calibration", "pace", "--batch-size", "0"], "batch_size"),
+        (["run", "calibration", "pace", "--measure", "0"], "measure"),
+        (["run", "calibration", "pace", "--set", "nope=1"], "valid keys"),
+        (["run", "calibration", "pace", "--set", "nope"], "KEY=VALUE"),
+        (["run", "calibration", "pace", "--no-such-flag"], "No such option"),
+        (["run", "pytorch", "resnet50", "--device", "tpu"], "choose one of: cpu, cuda"),
+    ],
+)
+def test_bad_input_is_refused_with_exit_1_before_anything_runs(tmp_path, args, message):
+    out = dlperf(*args, cwd=tmp_path)
+    assert out.returncode == 1
+    assert message in out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_list_and_doctor(tmp_path):
+    out = dlperf("list", cwd=tmp_path)
+    assert out.returncode == 0 and "resnet50" in out.stdout and "pace" in out.stdout
+    doc = dlperf("doctor", "--json", cwd=tmp_path)
+    assert doc.returncode == 0, doc.stderr
+    payload = json.loads(doc.stdout)
+    assert payload["cpu_peak"]["flops"] > 0
+    assert {c["name"] for c in payload["checks"]} >= {"cpu governor", "load"}
+
+
+def test_report_without_results_says_what_to_do(tmp_path):
+    out = dlperf("report", cwd=tmp_path)
+    assert out.returncode == 1 and "dlperf run" in out.stderr
