@@ -250,7 +250,7 @@ def doctor(json_out: Annotated[bool, typer.Option("--json", help="JSON output.")
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
     console.print(
-        f"{info.get('host')}: {info.get('cpu')} x{info.get('cpu_count')}, "
+        f"{info.get('host')}: {info.get('cpu')} x{info.get('cpu_count_logical')}, "
         f"measured fp32 GEMM peak {peak['flops'] / 1e9:.1f} GFLOP/s"
     )
     table = Table("check", "status", "found", "advice")

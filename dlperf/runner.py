@@ -305,7 +305,7 @@ def build_result(
         or (env.framework_version if env else None),
         env_name=env.path.name if env else None,
         cpu=info.get("cpu"),
-        cpu_count=info.get("cpu_count"),
+        cpu_count=info.get("cpu_count_logical"),
         gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
         device_name=start.get("device_name"),
         env_vars=system.captured_env_vars(),
