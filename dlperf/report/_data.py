@@ -1,0 +1,136 @@
+"""Selecting, ordering and labelling results for the renderers (no I/O, no plotting)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from dlperf.schema import DEVICES, IMPLS, MODES, PRECISIONS, Repeat, RepeatStatus, Result
+from dlperf.store import latest_per_config
+
+MESSAGE_CHARS = 120
+
+
+def _rank(value: str, order: tuple[str, ...]) -> tuple[int, str]:
+    return (order.index(value), "") if value in order else (len(order), value)
+
+
+@dataclass(frozen=True)
+class Config:
+    """A configuration minus the framework: the unit compared across frameworks."""
+
+    impl: str
+    options: tuple[tuple[str, str], ...]
+    mode: str
+    precision: str
+    xla: bool
+    device: str
+    image_size: int | None
+    seq_len: int | None
+    batch: int
+    nodes: int
+    devices_per_node: int
+
+    @classmethod
+    def of(cls, result: Result) -> Config:
+        s = result.spec
+        return cls(
+            impl=s.impl,
+            options=tuple(sorted(s.options.items())),
+            mode=s.mode,
+            precision=s.precision,
+            xla=s.xla,
+            device=s.device,
+            image_size=s.image_size,
+            seq_len=s.seq_len,
+            batch=s.batch_size,
+            nodes=s.nodes,
+            devices_per_node=s.devices_per_node,
+        )
+
+    def group(self) -> tuple:
+        """Sort key of the per-framework table this configuration belongs to."""
+        return (
+            _rank(self.impl, IMPLS),
+            self.options,
+            _rank(self.mode, MODES),
+            _rank(self.precision, PRECISIONS),
+            self.xla,
+            _rank(self.device, DEVICES),
+            self.image_size or 0,
+            self.seq_len or 0,
+        )
+
+    def sort_key(self) -> tuple:
+        return (*self.group(), self.batch, self.nodes, self.devices_per_node)
+
+    @property
+    def precision_label(self) -> str:
+        return self.precision + (" + XLA" if self.xla else "")
+
+    @property
+    def shape_label(self) -> str:
+        parts = []
+        if self.image_size:
+            parts.append(f"image {self.image_size}")
+        if self.seq_len:
+            parts.append(f"seq {self.seq_len}")
+        return ", ".join(parts) or "—"
+
+    @property
+    def impl_label(self) -> str:
+        if not self.options:
+            return self.impl
+        return f"{self.impl} ({', '.join(f'{k}={v}' for k, v in self.options)})"
+
+    @property
+    def topology(self) -> str:
+        return f"{self.nodes}x{self.devices_per_node}"
+
+    def group_title(self) -> str:
+        return " · ".join(
+            (self.mode, self.precision_label, self.device, self.shape_label, self.impl_label)
+        )
+
+
+def select(results: Iterable[Result], model: str) -> list[Result]:
+    """The newest result per configuration of `model`, in a fixed order."""
+    chosen = latest_per_config(r for r in results if r.spec.model == model)
+    return sorted(chosen, key=lambda r: (Config.of(r).sort_key(), r.spec.framework))
+
+
+def frameworks(results: Sequence[Result]) -> list[str]:
+    return sorted({r.spec.framework for r in results})
+
+
+def configs(results: Sequence[Result]) -> list[Config]:
+    return sorted({Config.of(r) for r in results}, key=Config.sort_key)
+
+
+def repeats_in_order(result: Result) -> list[Repeat]:
+    return sorted(result.repeats, key=lambda r: r.index)
+
+
+def first_failed(result: Result) -> Repeat | None:
+    return next((r for r in repeats_in_order(result) if r.status != RepeatStatus.ok), None)
+
+
+def ok_count(result: Result) -> int:
+    return sum(r.status == RepeatStatus.ok for r in result.repeats)
+
+
+def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def hardware_label(results: Sequence[Result]) -> str:
+    """The devices that produced the numbers, for a chart title."""
+    names = set()
+    for r in results:
+        env = r.environment
+        if r.spec.device == "cuda":
+            names.add(env.device_name or env.gpu or "GPU")
+        else:
+            names.add(env.cpu or env.device_name or "CPU")
+    return ", ".join(sorted(names))

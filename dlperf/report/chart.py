@@ -1,0 +1,74 @@
+"""PNG bar chart of one model: median samples/s per configuration and framework.
+
+matplotlib is imported when a chart is drawn, never at import time, and only through its
+object API with the Agg canvas: no pyplot global state, no backend switch for the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from dlperf.report._data import Config, configs, frameworks, hardware_label, select
+from dlperf.schema import Result, ResultStatus
+
+FIGSIZE = (10.0, 5.5)
+DPI = 100
+
+
+def _x_label(c: Config) -> str:
+    first = f"{c.mode} {c.precision_label} {c.device}"
+    second = f"b{c.batch} {c.topology}" + (f" {c.shape_label}" if c.shape_label != "—" else "")
+    return f"{first}\n{second}" + (f"\n{c.impl_label}" if c.impl_label != "ootb" else "")
+
+
+def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
+    """Bars = median samples/s, error bars = min–max; failed configurations show 'failed'."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    chosen = select(results, model)
+    fig = Figure(figsize=FIGSIZE, dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    hardware = hardware_label(chosen)
+    title = f"{model} throughput" + (f" on {hardware}" if hardware else "")
+    ax.set_title(title if len(title) <= 110 else title[:109] + "…", fontsize=10)
+    ax.set_ylabel("samples/s (median; error bars: min–max)")
+
+    cols, fws = configs(chosen), frameworks(chosen)
+    if not cols:
+        ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks([])
+    by_key = {(Config.of(r), r.spec.framework): r for r in chosen}
+    width = 0.8 / max(len(fws), 1)
+    for j, fw in enumerate(fws):
+        xs, heights, low, high, failed_xs = [], [], [], [], []
+        for i, c in enumerate(cols):
+            r = by_key.get((c, fw))
+            if r is None:
+                continue
+            x = i - 0.4 + width * (j + 0.5)
+            t = r.metrics.throughput
+            if r.status == ResultStatus.failed or t is None:
+                failed_xs.append(x)
+                continue
+            xs.append(x)
+            heights.append(t.median)
+            low.append(t.median - t.min)
+            high.append(t.max - t.median)
+        color = f"C{j % 10}"
+        ax.bar(xs, heights, width, yerr=[low, high], capsize=3, label=fw, color=color)
+        for x in failed_xs:
+            ax.bar([x], [0], width, color=color)
+            ax.text(x, 0, "failed", rotation=90, ha="center", va="bottom", fontsize=8, color="red")
+    if cols:
+        ax.set_xticks(range(len(cols)))
+        ax.set_xticklabels([_x_label(c) for c in cols], fontsize=7)
+        ax.set_xlim(-0.6, len(cols) - 0.4)
+        ax.legend(fontsize=8)
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})

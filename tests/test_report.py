@@ -1,0 +1,341 @@
+"""dlperf.report: exact Markdown for hand-built results, determinism, files on disk."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from dlperf.report import render_chart, render_model_report, write_reports
+from dlperf.schema import (
+    BenchmarkSpec,
+    Environment,
+    Metrics,
+    ModelInfo,
+    Repeat,
+    RepeatStatus,
+    Result,
+    ResultStatus,
+    SummaryStats,
+    Window,
+)
+from dlperf.stats import noise_warnings, summarize
+from dlperf.store import write_result
+
+FLOPS_PER_SAMPLE = 24.6e9  # ResNet50 training: ~3 x 8.2 GFLOPs forward per 224x224 image
+H100 = "NVIDIA H100 80GB HBM3"
+CPU = "AMD EPYC 7R13 Processor"
+H100_PEAK = (67e12, "NVIDIA H100 SXM datasheet, FP32 (non-tensor)")
+CPU_PEAK = (
+    2.5e12,
+    "measured fp32 GEMM (numpy, n=1024, best of repeated runs over 2 s, all BLAS threads)",
+)
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _stats(values: list[float]) -> SummaryStats:
+    s = summarize(values)
+    return SummaryStats(
+        unit="samples/s",
+        values=list(s.values),
+        n=s.n,
+        median=s.median,
+        mean=s.mean,
+        min=s.min,
+        max=s.max,
+        stdev=s.stdev,
+        cv=s.cv,
+        ci_level=s.ci_level,
+        ci_low=s.ci_low,
+        ci_high=s.ci_high,
+    )
+
+
+def make_result(
+    framework: str,
+    outcomes: list[float | tuple[str, str]],
+    *,
+    nodes: int = 1,
+    devices_per_node: int = 1,
+    device: str = "cuda",
+    peak: tuple[float, str] | None = None,
+    version: str = "2.3.1",
+    created: str = "2024-06-01T12:00:00+00:00",
+) -> Result:
+    """A Result as the runner would build it: a float is an ok repeat's samples/s, a
+    (status, message) pair a failed repeat."""
+    spec = BenchmarkSpec(
+        framework=framework,
+        model="resnet50",
+        device=device,
+        nodes=nodes,
+        devices_per_node=devices_per_node,
+        batch_size=128,
+        image_size=224,
+        repeats=len(outcomes),
+        preset="dlperf",
+    )
+    start = {"framework_version": version, "device_name": H100 if device == "cuda" else "cpu"}
+    repeats, warnings = [], []
+    for index, outcome in enumerate(outcomes, start=1):
+        if isinstance(outcome, tuple):
+            status, message = outcome
+            repeats.append(
+                Repeat(index=index, status=RepeatStatus(status), exit_code=1, message=message)
+            )
+            warnings.append(f"repeat {index} {status}: {message}")
+            continue
+        samples = float(spec.global_batch * spec.measure)
+        window = Window(start_step=20, end_step=120, samples=samples, elapsed_s=samples / outcome)
+        repeats.append(
+            Repeat(
+                index=index,
+                status=RepeatStatus.ok,
+                throughput=outcome,
+                window=window,
+                exit_code=0,
+                workload=start,
+            )
+        )
+    ok = [r.throughput for r in repeats if r.status == RepeatStatus.ok]
+    throughput = _stats(ok) if ok else None
+    if ok:
+        warnings += noise_warnings(summarize(ok))
+    metrics = Metrics(throughput=throughput)
+    if throughput and peak:
+        achieved = FLOPS_PER_SAMPLE * throughput.median
+        metrics = Metrics(
+            throughput=throughput,
+            achieved_flops=achieved,
+            peak_flops=peak[0],
+            peak_source=peak[1],
+            mfu=achieved / peak[0],
+        )
+    failed = len(ok) < len(repeats)
+    status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
+    world = f"{nodes}x{devices_per_node}"
+    return Result(
+        id=f"20240601T120000Z-{framework[:2]}{world}{device}",
+        created=created,
+        status=status,
+        spec=spec,
+        repeats=repeats,
+        metrics=metrics,
+        model=ModelInfo(params=25_557_032, flops_per_sample=FLOPS_PER_SAMPLE if peak else None),
+        environment=Environment(
+            dlperf_version="0.1.0",
+            host="gpu-node-01",
+            os="Linux-5.15.0-105-generic-x86_64-with-glibc2.35",
+            python="3.11.9",
+            framework_version=version,
+            cpu=CPU,
+            cpu_count=48,
+            gpu=H100,
+            device_name=start["device_name"],
+        ),
+        warnings=warnings,
+    )
+
+
+def sample_results() -> list[Result]:
+    return [
+        make_result("pytorch", [1010.5, 1003.2, 1008.9], peak=H100_PEAK),
+        make_result("pytorch", [1985.0, 1990.4, 1979.7], devices_per_node=2),
+        make_result("pytorch", [31.2, 30.85, 31.47], device="cpu", peak=CPU_PEAK),
+        make_result(
+            "tensorflow",
+            [995.1, ("hung", "no output for 600 s after 57 of 120 steps; killed"), 990.3],
+            version="2.16.1",
+        ),
+        make_result(
+            "tensorflow",
+            [("crashed", "exited with status 134 after 0 of 120 steps")] * 3,
+            devices_per_node=2,
+            version="2.16.1",
+        ),
+    ]
+
+
+EXPECTED = """\
+# resnet50: ResNet50-v1.5 image classification training (stride on the 3x3 conv), 1000 classes
+
+Generated by `dlperf report` from results/; do not edit by hand.
+
+5 configurations (3 ok, 1 partial, 1 failed); frameworks: pytorch, tensorflow. Units: samples/s.
+
+## How these numbers were measured
+
+Each repeat is its own process. The throughput of a repeat is the samples processed in its measured window divided by the time between the window's first and last step mark; the window skips the first *skip* iterations (warm-up) and measures the next *measure* iterations, taken from the spec and listed per table row as `window`. The headline number is the median over the ok repeats (as DLPerf); the spread is the min–max and the coefficient of variation (CV = standard deviation / mean) over the same repeats. Speedup is the median divided by the median of the 1x1 (one node, one device) row of the same table and batch size per device. MFU (model FLOP utilization) is the achieved model FLOP/s (FLOPs per sample x median samples/s) divided by the device's peak FLOP/s.
+
+Peak FLOP/s sources (marked on each MFU value):
+
+[^1]: NVIDIA H100 SXM datasheet, FP32 (non-tensor)
+[^2]: measured fp32 GEMM (numpy, n=1024, best of repeated runs over 2 s, all BLAS threads)
+
+## Hardware
+
+| host | os | cpu | logical cpus | gpu | device | frameworks |
+|---|---|---|---|---|---|---|
+| gpu-node-01 | Linux-5.15.0-105-generic-x86_64-with-glibc2.35 | AMD EPYC 7R13 Processor | 48 | NVIDIA H100 80GB HBM3 | NVIDIA H100 80GB HBM3 | pytorch, tensorflow |
+| gpu-node-01 | Linux-5.15.0-105-generic-x86_64-with-glibc2.35 | AMD EPYC 7R13 Processor | 48 | NVIDIA H100 80GB HBM3 | cpu | pytorch |
+
+Framework versions: pytorch 2.3.1 (Python 3.11.9), tensorflow 2.16.1 (Python 3.11.9).
+
+## Cross-framework
+
+Median samples/s per configuration and framework; `(k/n ok)` marks a partial result (statistics over the ok repeats only), — a configuration not run.
+
+| mode | precision | device | batch/device | shape | nodes x devices | impl | pytorch | tensorflow |
+|---|---|---|---|---|---|---|---|---|
+| train | fp32 | cpu | 128 | image 224 | 1x1 | ootb | 31.20 | — |
+| train | fp32 | cuda | 128 | image 224 | 1x1 | ootb | 1008.90 | 992.70 (2/3 ok) |
+| train | fp32 | cuda | 128 | image 224 | 1x2 | ootb | 1985.00 | failed (crashed) |
+
+![resnet50 throughput](resnet50.png)
+
+## pytorch
+
+### train · fp32 · cpu · image 224 · ootb
+
+| nodes | devices/node | batch/device | median samples/s | speedup | min–max | CV | repeats ok | MFU | window |
+|---|---|---|---|---|---|---|---|---|---|
+| 1 | 1 | 128 | 31.20 | 1.00 | 30.85–31.47 | 1.0% | 3/3 | 30.70%[^2] | skip 20, measure 100 |
+
+### train · fp32 · cuda · image 224 · ootb
+
+| nodes | devices/node | batch/device | median samples/s | speedup | min–max | CV | repeats ok | MFU | window |
+|---|---|---|---|---|---|---|---|---|---|
+| 1 | 1 | 128 | 1008.90 | 1.00 | 1003.20–1010.50 | 0.4% | 3/3 | 37.04%[^1] | skip 20, measure 100 |
+| 1 | 2 | 128 | 1985.00 | 1.97 | 1979.70–1990.40 | 0.3% | 3/3 | — | skip 20, measure 100 |
+
+## tensorflow
+
+### train · fp32 · cuda · image 224 · ootb
+
+| nodes | devices/node | batch/device | median samples/s | speedup | min–max | CV | repeats ok | MFU | window |
+|---|---|---|---|---|---|---|---|---|---|
+| 1 | 1 | 128 | 992.70 | 1.00 | 990.30–995.10 | 0.3% | 2/3 | — | skip 20, measure 100 |
+| 1 | 2 | 128 | failed (crashed) | — | — | — | 0/3 | — | skip 20, measure 100 |
+
+- 1x1, batch 128: partial; repeat 2 hung: no output for 600 s after 57 of 120 steps; killed
+- 1x2, batch 128: failed; repeat 1 crashed: exited with status 134 after 0 of 120 steps
+
+## All results
+
+Every repeat's samples/s in repeat order (a failed repeat shows its status). The configuration is the folder under results/, the result id the file in it.
+
+| configuration | result | status | samples/s per repeat |
+|---|---|---|---|
+| `pytorch_resnet50_ootb_train_cpu_fp32_1n1d_b128_img224` | 20240601T120000Z-py1x1cpu | ok | 31.20, 30.85, 31.47 |
+| `pytorch_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224` | 20240601T120000Z-py1x1cuda | ok | 1010.50, 1003.20, 1008.90 |
+| `pytorch_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224` | 20240601T120000Z-py1x2cuda | ok | 1985.00, 1990.40, 1979.70 |
+| `tensorflow_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224` | 20240601T120000Z-te1x1cuda | partial | 995.10, hung, 990.30 |
+| `tensorflow_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224` | 20240601T120000Z-te1x2cuda | failed | crashed, crashed, crashed |
+
+### Warnings
+
+- `tensorflow_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224`: repeat 2 hung: no output for 600 s after 57 of 120 steps; killed
+- `tensorflow_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224`: only 2 repeat(s) of throughput: too few to judge stability; use --repeats 7
+- `tensorflow_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224`: repeat 1 crashed: exited with status 134 after 0 of 120 steps
+- `tensorflow_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224`: repeat 2 crashed: exited with status 134 after 0 of 120 steps
+- `tensorflow_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224`: repeat 3 crashed: exited with status 134 after 0 of 120 steps
+"""  # noqa: E501
+
+
+def test_render_model_report_exact() -> None:
+    assert render_model_report(sample_results(), "resnet50") == EXPECTED
+
+
+def test_render_is_deterministic_under_shuffling() -> None:
+    results = sample_results()
+    expected = render_model_report(results, "resnet50")
+    for seed in range(5):
+        shuffled = list(results)
+        random.Random(seed).shuffle(shuffled)
+        assert render_model_report(shuffled, "resnet50") == expected
+
+
+def test_newest_result_per_config_wins_and_other_models_are_ignored() -> None:
+    older = make_result("pytorch", [5.0, 5.0, 5.0], created="2024-05-01T00:00:00+00:00")
+    other = make_result("pytorch", [7.0, 7.0, 7.0]).model_copy(
+        update={"spec": BenchmarkSpec(framework="pytorch", model="bert", batch_size=32)}
+    )
+    text = render_model_report([older, *sample_results(), other], "resnet50")
+    assert text == EXPECTED
+
+
+def test_smoke_results_are_flagged() -> None:
+    result = make_result("pytorch", [12.0, 12.5, 11.8], device="cpu")
+    smoke = result.model_copy(update={"spec": result.spec.model_copy(update={"preset": "smoke"})})
+    small = result.model_copy(update={"spec": result.spec.model_copy(update={"image_size": 64})})
+    note = (
+        "> **Note:** smoke shapes: tiny images/sequences and few steps; these numbers show the "
+        "pipeline works, they are not comparable to published full-size results."
+    )
+    assert note in render_model_report([smoke], "resnet50")
+    assert note in render_model_report([small], "resnet50")
+    assert note not in render_model_report([result], "resnet50")
+
+
+def test_no_results_and_unknown_model() -> None:
+    text = render_model_report(sample_results(), "mystery")
+    assert text.startswith("# mystery: mystery\n")
+    assert "No results for this model yet." in text
+
+
+def test_long_messages_are_one_truncated_line() -> None:
+    message = "Traceback:\n" + "x" * 300
+    result = make_result("pytorch", [("crashed", message)] * 3)
+    note = next(
+        line
+        for line in render_model_report([result], "resnet50").splitlines()
+        if line.startswith("- 1x1, batch 128: failed")
+    )
+    assert "\n" not in note and note.endswith("…")
+    assert len(note.split(": ", 2)[-1]) <= 120
+
+
+def test_write_reports(tmp_path: Path) -> None:
+    results_dir, reports_dir = tmp_path / "results", tmp_path / "reports"
+    for result in sample_results():
+        write_result(results_dir, result)
+    written = write_reports(results_dir, reports_dir)
+    assert written == [
+        reports_dir / "resnet50.md",
+        reports_dir / "resnet50.png",
+        reports_dir / "README.md",
+    ]
+    assert (reports_dir / "resnet50.md").read_text() == EXPECTED
+    assert (reports_dir / "resnet50.png").read_bytes().startswith(PNG_MAGIC)
+    index = (reports_dir / "README.md").read_text()
+    assert "Generated by `dlperf report` from results/; do not edit by hand." in index
+    assert "| [resnet50](resnet50.md) | ResNet50-v1.5" in index
+    assert "| pytorch, tensorflow | 3 | 3 | 1 | 1 |" in index
+
+    png = (reports_dir / "resnet50.png").read_bytes()
+    write_reports(results_dir, reports_dir)  # same results, same bytes
+    assert (reports_dir / "resnet50.png").read_bytes() == png
+    assert (reports_dir / "resnet50.md").read_text() == EXPECTED
+
+
+def test_write_reports_without_results(tmp_path: Path) -> None:
+    written = write_reports(tmp_path / "results", tmp_path / "reports")
+    assert written == [tmp_path / "reports" / "README.md"]
+    assert "No results yet" in written[0].read_text()
+
+
+def test_render_chart_png(tmp_path: Path) -> None:
+    path = tmp_path / "charts" / "resnet50.png"
+    render_chart(sample_results(), "resnet50", path)
+    data = path.read_bytes()
+    assert data.startswith(PNG_MAGIC)
+    assert b"Software" not in data and b"matplotlib" not in data.lower()
+    empty = tmp_path / "empty.png"
+    render_chart([], "resnet50", empty)
+    assert empty.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_importing_report_does_not_import_matplotlib() -> None:
+    code = "import sys, dlperf.report; assert 'matplotlib' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
