@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlperf.envs import EnvSpec
-
 from dlperf.adapter import Adapter, Command
+from dlperf.envs import EnvSpec
 from dlperf.schema import BenchmarkSpec
 
 HERE = Path(__file__).parent
