@@ -52,7 +52,7 @@ MODELS: dict[str, ModelDef] = {
             110_106_428,
             {
                 "dlperf": PresetValues(20, 100, 7, 32, 64, seq_len=128),
-                "smoke": PresetValues(2, 4, 3, 2, 2, seq_len=32, timeout_s=300),
+                "smoke": PresetValues(1, 3, 3, 2, 2, seq_len=32, timeout_s=300),
             },
         ),
         ModelDef(

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlperf.envs import EnvSpec
-
 from dlperf.adapter import Adapter, Command
+from dlperf.envs import EnvSpec
 from dlperf.schema import BenchmarkSpec
 
 SCRIPT = Path(__file__).with_name("pace.py")
