@@ -237,14 +237,20 @@ def report(
 
 
 @app.command()
-def doctor(json_out: Annotated[bool, typer.Option("--json", help="JSON output.")] = False) -> None:
+def doctor(
+    json_out: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    measure_peak: Annotated[
+        bool,
+        typer.Option(help="Measure the CPU GEMM peak again (MFU on CPUs uses it); do it idle."),
+    ] = False,
+) -> None:
     """What on this machine threatens a stable number (TorchBench V0's controls)."""
     from dlperf.doctor import checks_as_dicts, run_checks
     from dlperf.system import cpu_peak, machine_info
 
     checks = run_checks()
     info = machine_info()
-    peak = cpu_peak()
+    peak = cpu_peak(refresh=measure_peak)
     if json_out:
         payload = {"machine": info, "cpu_peak": peak, "checks": checks_as_dicts(checks)}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
@@ -268,11 +274,12 @@ def main() -> None:
         err.print(f"[red]error:[/] {exc}", highlight=False)
         sys.exit(1)
     except (KeyboardInterrupt, typer.Abort):
-        err.print("[yellow]interrupted[/]: workloads stopped; no result was written")
-        sys.exit(130)
+        code = 130
     except TyperException as exc:  # bad usage is a user error: exit 1, not click's 2
         exc.show()
         sys.exit(1)
+    if code == 130:  # Typer turns Ctrl-C into Exit(130) before we see it
+        err.print("[yellow]interrupted[/]: workloads stopped; no result was written")
     sys.exit(code if isinstance(code, int) else 0)
 
 

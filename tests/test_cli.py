@@ -76,3 +76,30 @@ def test_list_and_doctor(tmp_path):
 def test_report_without_results_says_what_to_do(tmp_path):
     out = dlperf("report", cwd=tmp_path)
     assert out.returncode == 1 and "dlperf run" in out.stderr
+
+
+def test_ctrl_c_stops_the_workload_and_writes_no_result(tmp_path):
+    import signal
+    import time
+
+    import psutil
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dlperf", "run", "calibration", "pace", "--preset", "smoke",
+         "--set", "step_ms=200"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    workload = []
+    while time.monotonic() < deadline and not workload:
+        time.sleep(0.1)
+        workload = [c for c in psutil.Process(proc.pid).children(recursive=True)]
+    assert workload, "the workload never started"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "interrupted" in stderr
+    assert not list((tmp_path / "results").rglob("*.json"))
+    for child in workload:
+        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
