@@ -6,6 +6,7 @@ few steps is kept with a typed status and its log tail, and the other repeats st
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import uuid
@@ -229,22 +230,9 @@ def classify(spec: BenchmarkSpec, outcome: str, exit_code: int | None, parsed: P
     return RepeatStatus.ok, "", window
 
 
-def _stats(values: list[float], unit: str) -> SummaryStats:
-    s = summarize(values)
-    return SummaryStats(
-        unit=unit,
-        values=list(s.values),
-        n=s.n,
-        median=s.median,
-        mean=s.mean,
-        min=s.min,
-        max=s.max,
-        stdev=s.stdev,
-        cv=s.cv,
-        ci_level=s.ci_level,
-        ci_low=s.ci_low,
-        ci_high=s.ci_high,
-    )
+def summary_stats(values: list[float], unit: str) -> SummaryStats:
+    """The stored form of `stats.summarize` over the ok repeats' values."""
+    return SummaryStats(unit=unit, **dataclasses.asdict(summarize(values)))
 
 
 def _fingerprint(repeat: Repeat) -> tuple:
@@ -280,12 +268,12 @@ def build_result(
     achieved = peak = mfu = None
     peak_source = None
     if ok:
-        throughput = _stats([r.throughput for r in ok], "samples/s")
+        throughput = summary_stats([r.throughput for r in ok], "samples/s")
         warnings += noise_warnings(summarize(throughput.values))
         step_means = [
             1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step) for r in ok
         ]
-        step_time = _stats(step_means, "ms")
+        step_time = summary_stats(step_means, "ms")
         flops = start.get("flops_per_sample") or None
         if flops:
             achieved = flops * throughput.median

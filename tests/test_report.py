@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from dlperf.report import render_chart, render_model_report, write_reports
+from dlperf.runner import summary_stats
 from dlperf.schema import (
     BenchmarkSpec,
     Environment,
@@ -35,21 +36,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _stats(values: list[float]) -> SummaryStats:
-    s = summarize(values)
-    return SummaryStats(
-        unit="samples/s",
-        values=list(s.values),
-        n=s.n,
-        median=s.median,
-        mean=s.mean,
-        min=s.min,
-        max=s.max,
-        stdev=s.stdev,
-        cv=s.cv,
-        ci_level=s.ci_level,
-        ci_low=s.ci_low,
-        ci_high=s.ci_high,
-    )
+    return summary_stats(values, "samples/s")
 
 
 def make_result(
