@@ -9,6 +9,10 @@ A workload writes one JSON object per line to the file named by ``DLPERF_EVENTS`
 - ``{"event": "step", "step": i, "time": t, "samples": n, "loss": x}`` for i = 1, 2, ...:
   ``time`` is ``time.monotonic()`` taken after the device is synchronised at the end of step i.
 - ``{"event": "end", "time": t}`` when the workload finishes cleanly.
+- ``{"event": "unsupported", "reason": "..."}`` when the asked configuration cannot run on this
+  device (e.g. AMP where the framework has no low-precision kernels); the workload then exits
+  non-zero without training, and the repeat gets the status ``unsupported``, never a
+  mislabelled number.
 
 Malformed lines are counted and skipped, never fatal: the marks that parse are still used.
 """
@@ -38,6 +42,7 @@ class ParsedRun:
     marks: list[Mark] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
     ended: bool = False
+    unsupported: str | None = None
     malformed: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -65,6 +70,8 @@ def parse_events(text: str) -> ParsedRun:
                     run.losses.append(float(event["loss"]))
             elif kind == "end":
                 run.ended = True
+            elif kind == "unsupported":
+                run.unsupported = str(event.get("reason") or "not supported on this device")
             else:
                 raise ValueError(kind)
         except (ValueError, KeyError, TypeError, AttributeError):

@@ -219,6 +219,8 @@ def classify(spec: BenchmarkSpec, outcome: str, exit_code: int | None, parsed: P
             f"no output for {spec.no_output_timeout_s:g} s {where}; killed",
             None,
         )
+    if parsed.unsupported:
+        return RepeatStatus.unsupported, f"not supported: {parsed.unsupported}", None
     if exit_code != 0:
         return RepeatStatus.crashed, f"exited with status {exit_code} {where}", None
     if not parsed.start and not parsed.marks:

@@ -114,6 +114,7 @@ class RepeatStatus(str, Enum):
     bad_output = "bad_output"  # no usable events
     interrupted = "interrupted"  # Ctrl-C
     inconsistent = "inconsistent"  # fingerprint differs from the other repeats
+    unsupported = "unsupported"  # the configuration cannot run on this device
 
 
 class ResultStatus(str, Enum):

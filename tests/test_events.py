@@ -40,6 +40,11 @@ def test_malformed_lines_are_counted_and_skipped():
     assert not run.ended
 
 
+def test_unsupported_configuration_is_reported():
+    run = parse_events(lines({"event": "unsupported", "reason": "no fp16 kernels on cpu"}))
+    assert run.unsupported == "no fp16 kernels on cpu" and run.marks == []
+
+
 def test_empty_text():
     run = parse_events("")
     assert run.marks == [] and run.start == {} and run.malformed == 0
