@@ -25,8 +25,8 @@ app = typer.Typer(
 env_app = typer.Typer(help="Isolated per-framework environments.", no_args_is_help=True)
 app.add_typer(env_app, name="env")
 
-console = Console()
-err = Console(stderr=True)
+console = Console(width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 ResultsDir = Annotated[
     Path, typer.Option("--results-dir", help="Where results are stored (JSON + raw logs).")
@@ -218,6 +218,30 @@ def _print_summary(out: Console, result, path: Path) -> None:
     for w in result.warnings:
         out.print(f"[yellow]warning:[/] {w}")
     out.print(f"status [bold]{result.status.value}[/]; stored {path}")
+
+
+@app.command("check-models")
+def check_models_cmd(
+    framework: Annotated[
+        list[str] | None, typer.Option("--framework", help="Only these (repeatable).")
+    ] = None,
+    model: Annotated[list[str] | None, typer.Option("--model", help="Only these.")] = None,
+) -> None:
+    """Prove every framework builds the same models: parameter counts and FLOPs per sample."""
+    from dlperf.checks import check_models
+
+    checks = check_models(framework, model, log=lambda m: err.print(f"  {m}"))
+    table = Table("framework", "model", "shape", "params", "expected", "GFLOPs/sample", "check")
+    for c in checks:
+        flops = f"{c.flops_per_sample / 1e9:.3f}" if c.flops_per_sample else "—"
+        verdict = "[green]ok[/]" if c.ok else f"[red]MISMATCH[/] {c.error}"
+        params = f"{c.params:,}" if c.params is not None else "—"
+        table.add_row(
+            c.framework, c.model, c.shape, params, f"{c.expected_params:,}", flops, verdict
+        )
+    console.print(table)
+    if not all(c.ok for c in checks):
+        raise typer.Exit(2)
 
 
 @app.command()
