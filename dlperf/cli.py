@@ -220,6 +220,61 @@ def _print_summary(out: Console, result, path: Path) -> None:
     out.print(f"status [bold]{result.status.value}[/]; stored {path}")
 
 
+@app.command()
+def sweep(
+    file: Annotated[Path, typer.Argument(help="TOML matrix; see the example in dlperf.sweep.")],
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+    resume: Annotated[
+        bool, typer.Option(help="Skip configs that have results; continue unfinished ones.")
+    ] = True,
+) -> None:
+    """Run a matrix of benchmarks, repeats interleaved across configs, resumable."""
+    from dlperf.sweep import SweepCallbacks, load_plan, run_sweep
+
+    plan = load_plan(file)
+    for why in plan.skipped:
+        console.print(f"[dim]not in the matrix: {why}[/]")
+    console.print(f"{len(plan.specs)} configuration(s)")
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} repeats"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    failed = []
+    with progress:
+        task = progress.add_task("sweep", total=None)
+
+        def done(spec, r) -> None:
+            value = f"{r.throughput:.2f} samples/s" if r.throughput else r.message
+            progress.console.print(f"  {spec.config_key()} #{r.index}: {r.status.value} {value}")
+            progress.advance(task)
+
+        def config_done(result, path) -> None:
+            if result.status.value != "ok":
+                failed.append(result.spec.config_key())
+
+        callbacks = SweepCallbacks(
+            message=lambda m: progress.console.print(f"  {m}"),
+            planned=lambda n: progress.update(task, total=n),
+            repeat_started=lambda s, i: progress.update(
+                task, description=f"{s.framework} {s.model} #{i}"
+            ),
+            repeat_done=done,
+            config_done=config_done,
+        )
+        outcomes, cannot_run = run_sweep(plan, results_dir, callbacks, resume=resume)
+    console.print(f"{len(outcomes)} result(s) stored in {results_dir}")
+    for key in failed:
+        console.print(f"[red]failed or partial:[/] {key}")
+    for key, why in cannot_run.items():
+        console.print(f"[red]could not run:[/] {key}: {why}")
+    if failed or cannot_run:
+        raise typer.Exit(2)
+
+
 @app.command("check-models")
 def check_models_cmd(
     framework: Annotated[

@@ -122,6 +122,44 @@ def new_result_id() -> str:
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
 
 
+@dataclass
+class PreparedRun:
+    """One benchmark ready to run repeats: env built, raw-log folder chosen."""
+
+    spec: BenchmarkSpec
+    adapter: Adapter
+    env: Env | None
+    result_id: str
+    raw_dir: Path
+
+    def run_repeat(self, index: int) -> Repeat:
+        python = str(self.env.python) if self.env else sys.executable
+        base_env = self.env.run_env() if self.env else dict(os.environ)
+        return run_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
+
+    def finish(self, results_dir: Path, repeats: list[Repeat]) -> tuple[Result, Path]:
+        result = build_result(self.spec, self.result_id, repeats, self.env)
+        return result, write_result(results_dir, result)
+
+
+def prepare_run(
+    spec: BenchmarkSpec,
+    results_dir: Path,
+    callbacks: RunCallbacks | None = None,
+    rebuild_env: bool = False,
+    result_id: str | None = None,
+) -> PreparedRun:
+    cb = callbacks or RunCallbacks()
+    adapter = get_adapter(spec.framework)
+    check_spec(adapter, spec)
+    env_spec = adapter.env_spec(spec.device)
+    env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message) if env_spec else None
+    result_id = result_id or new_result_id()
+    raw_dir = result_dir(results_dir, spec.config_key()) / result_id
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    return PreparedRun(spec, adapter, env, result_id, raw_dir)
+
+
 def run_benchmark(
     spec: BenchmarkSpec,
     results_dir: Path,
@@ -134,26 +172,14 @@ def run_benchmark(
     anything is written, so no half-written result is left behind.
     """
     cb = callbacks or RunCallbacks()
-    adapter = get_adapter(spec.framework)
-    check_spec(adapter, spec)
-    env_spec = adapter.env_spec(spec.device)
-    env: Env | None = None
-    if env_spec is not None:
-        env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message)
-    python = str(env.python) if env else sys.executable
-    base_env = env.run_env() if env else dict(os.environ)
-
-    result_id = new_result_id()
-    raw_dir = result_dir(results_dir, spec.config_key()) / result_id
-    raw_dir.mkdir(parents=True, exist_ok=True)
+    run = prepare_run(spec, results_dir, cb, rebuild_env)
     repeats = []
     for index in range(1, spec.repeats + 1):
         cb.repeat_started(index, spec.repeats)
-        repeat = run_repeat(adapter, spec, index, python, base_env, raw_dir)
+        repeat = run.run_repeat(index)
         repeats.append(repeat)
         cb.repeat_done(repeat)
-    result = build_result(spec, result_id, repeats, env)
-    return result, write_result(results_dir, result)
+    return run.finish(results_dir, repeats)
 
 
 def run_repeat(

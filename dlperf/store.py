@@ -69,7 +69,8 @@ def load_result(path: Path) -> Result:
 def iter_result_paths(results_dir: Path) -> list[Path]:
     if not results_dir.exists():
         return []
-    return sorted(p for p in results_dir.rglob("*.json") if not p.name.startswith("."))
+    # Results sit exactly at <results>/<config_key>/<id>.json; deeper files are raw logs.
+    return sorted(p for p in results_dir.glob("*/*.json") if not p.name.startswith("."))
 
 
 def load_results(results_dir: Path) -> list[Result]:
@@ -91,7 +92,9 @@ def latest_per_config(results: Iterable[Result]) -> list[Result]:
 
 def find_result(results_dir: Path, config_key: str) -> Result | None:
     """The newest stored result of one configuration, if any."""
-    found = latest_per_config(load_results(result_dir(results_dir, config_key)))
+    folder = result_dir(results_dir, config_key)
+    paths = sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
+    found = latest_per_config(load_result(p) for p in paths)
     return found[0] if found else None
 
 
