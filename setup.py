@@ -1,0 +1,11 @@
+"""Package list only (metadata lives in pyproject.toml): every adapters/<name>/ folder ships as
+dlperf.adapters.<name>, so adding a framework is adding one folder."""
+
+from pathlib import Path
+
+from setuptools import setup
+
+ADAPTERS = sorted(
+    f"dlperf.adapters.{init.parent.name}" for init in Path("adapters").glob("*/__init__.py")
+)
+setup(packages=["dlperf", "dlperf.report", "dlperf.adapters", *ADAPTERS])
