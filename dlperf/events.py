@@ -14,6 +14,9 @@ A workload writes one JSON object per line to the file named by ``DLPERF_EVENTS`
   non-zero without training, and the repeat gets the status ``unsupported``, never a
   mislabelled number.
 
+A workload also prints ``step <i>/<steps> ...`` on stdout right after each step event; the host
+timestamps those lines as they arrive, an outside check on the workload's own clock.
+
 Malformed lines are counted and skipped, never fatal: the marks that parse are still used.
 """
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,6 +40,9 @@ from dlperf.schema import (
 )
 from dlperf.stats import TooFewSteps, noise_warnings, summarize, window_throughput
 from dlperf.store import result_dir, write_result
+
+STEP_LINE = re.compile(r"step (\d+)/")
+OUTSIDE_CLOCK_TOLERANCE = 0.02  # host-observed vs workload-timed window
 
 # Workload facts that must agree across repeats before their numbers may share a median.
 FINGERPRINT_KEYS = ("framework_version", "device", "device_name", "params", "python")
@@ -195,8 +200,16 @@ def run_repeat(
     events_path.unlink(missing_ok=True)
     cmd = adapter.command(spec, python)
     child_env = {**base_env, **cmd.env, EVENTS_ENV: str(events_path)}
+    seen: dict[int, float] = {}
+
+    def note_step_line(line: str) -> None:
+        match = STEP_LINE.match(line)
+        if match:
+            seen[int(match.group(1))] = time.monotonic()
+
     proc = run_process(
         cmd.argv,
+        on_line=note_step_line,
         log_path=log_path,
         env=child_env,
         cwd=cmd.cwd,
@@ -208,6 +221,15 @@ def run_repeat(
     events_text = events_path.read_text(errors="replace") if events_path.exists() else ""
     parsed = adapter.parse(log_text, events_text)
     status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
+    observed = None
+    warnings = list(parsed.notes)
+    if window and window.start_step in seen and window.end_step in seen:
+        observed = seen[window.end_step] - seen[window.start_step]
+        if abs(observed / window.elapsed_s - 1) > OUTSIDE_CLOCK_TOLERANCE:
+            warnings.append(
+                f"the workload timed the window at {window.elapsed_s:.4f} s but its log lines "
+                f"arrived {observed:.4f} s apart: its step marks may not wait for the device"
+            )
     return Repeat(
         index=index,
         status=status,
@@ -228,7 +250,8 @@ def run_repeat(
         events_path=str(events_path),
         message=message,
         log_tail="" if status == RepeatStatus.ok else tail(log_path),
-        warnings=parsed.notes,
+        warnings=warnings,
+        observed_elapsed_s=observed,
         workload=parsed.start,
     )
 

@@ -138,6 +138,8 @@ class Repeat(_Frozen):
     throughput: float | None = None
     window: Window | None = None
     step_times_s: list[float] = Field(default_factory=list)
+    # The same window timed from outside: when the host saw the workload's `step N/` log lines.
+    observed_elapsed_s: float | None = None
     wall_s: float = 0.0
     exit_code: int | None = None
     command: list[str] = Field(default_factory=list)

@@ -38,6 +38,9 @@ def test_smoke_run_trains_and_reports_the_model(tmp_path, env, model, params, fl
     stored = json.loads(path.read_text())
     assert stored["spec"]["batch_size"] == spec.batch_size
     for repeat in result.repeats:
+        # fidelity: the host saw the window's log lines as far apart as the workload timed it
+        assert repeat.observed_elapsed_s == pytest.approx(repeat.window.elapsed_s, rel=0.02)
+        assert sum(repeat.step_times_s) == pytest.approx(repeat.window.elapsed_s)
         events = [json.loads(line) for line in Path(repeat.events_path).read_text().splitlines()]
         steps = [e for e in events if e["event"] == "step"]
         assert len(steps) == spec.steps

@@ -30,6 +30,8 @@ def test_paced_run_reports_the_true_throughput(tmp_path):
     for value in t.values:
         assert value == pytest.approx(500.0, rel=0.01)
     assert all(r.window.start_step == 3 and r.window.end_step == 13 for r in result.repeats)
+    for r in result.repeats:  # the host's own clock on the step log lines agrees
+        assert r.observed_elapsed_s == pytest.approx(r.window.elapsed_s, rel=0.02)
     stored = json.loads(path.read_text())
     assert stored["schema_version"] == 1
     assert stored["spec"]["framework"] == "calibration"
