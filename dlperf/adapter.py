@@ -43,3 +43,57 @@ class Adapter(ABC):
     def parse(self, log_text: str, events_text: str) -> ParsedRun:
         """Step marks of one repeat. Built-in workloads write events; official ones override."""
         return parse_events(events_text)
+
+
+class WorkloadScriptAdapter(Adapter):
+    """An adapter whose built-in workloads are one script following the common workload CLI:
+
+    ``workload.py --model M --batch-size B --steps N --precision P --device D
+    [--image-size S] [--seq-len L] [--xla] [--<option> V ...] [--describe]``
+
+    A framework folder sets the class attributes and, if needed, `extra_env`.
+    """
+
+    folder: Path  # the adapter's folder: workload.py and requirements-<variant>.txt live there
+    python: str  # the framework's Python version, e.g. "3.11"
+    verify: str  # code that prints the framework version inside the env
+
+    def pip_args(self, device: str) -> tuple[str, ...]:
+        return ()
+
+    def lib_dirs(self, device: str) -> tuple[str, ...]:
+        return ()
+
+    def extra_env(self, spec: BenchmarkSpec) -> dict[str, str]:
+        return {}
+
+    def env_spec(self, device: str) -> EnvSpec:
+        return EnvSpec.from_requirements_file(
+            self.name,
+            device,
+            self.python,
+            self.folder / f"requirements-{device}.txt",
+            self.verify,
+            pip_args=self.pip_args(device),
+            lib_dirs=self.lib_dirs(device),
+        )
+
+    def command(self, spec: BenchmarkSpec, python: str) -> Command:
+        argv = [
+            python,
+            str(self.folder / "workload.py"),
+            "--model", spec.model,
+            "--batch-size", str(spec.batch_size),
+            "--steps", str(spec.steps),
+            "--precision", spec.precision,
+            "--device", spec.device,
+        ]  # fmt: skip
+        if spec.image_size:
+            argv += ["--image-size", str(spec.image_size)]
+        if spec.seq_len:
+            argv += ["--seq-len", str(spec.seq_len)]
+        if spec.xla:
+            argv.append("--xla")
+        for key, value in sorted(spec.options.items()):
+            argv += [f"--{key.replace('_', '-')}", value]
+        return Command(argv, env=self.extra_env(spec))

@@ -1,0 +1,587 @@
+"""PaddlePaddle training workload for dlperf: ResNet50-v1.5 or BERT-base pretraining, synthetic
+data, dygraph (paddle.nn) style; `--xla` wraps the model in paddle.jit.to_static.
+
+Runs inside the adapter's isolated virtual env and imports only paddle, numpy (a dependency of
+paddle, used for the synthetic data) and the standard library. It follows the dlperf events
+contract: JSON lines written to the file named by $DLPERF_EVENTS ("start", "ready", one "step"
+per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
+
+Usage:
+    python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
+    python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import TextIO
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+from paddle import nn
+from paddle.nn import initializer as init
+
+RESNET50_PARAMS = 25_557_032  # at 1000 classes, same as torchvision's resnet50
+BERT_BASE_PARAMS = 110_106_428  # BertForPreTraining, tied MLM decoder counted once
+UNSUPPORTED_EXIT = 4
+
+# --------------------------------------------------------------------------------------------
+# ResNet50-v1.5
+# --------------------------------------------------------------------------------------------
+
+
+class Bottleneck(nn.Layer):
+    """1x1 reduce, 3x3 (carries the stride: the v1.5 change), 1x1 expand, plus the shortcut."""
+
+    expansion = 4
+
+    def __init__(self, in_ch: int, width: int, stride: int) -> None:
+        super().__init__()
+        out_ch = width * self.expansion
+        self.conv1 = nn.Conv2D(in_ch, width, 1, bias_attr=False)
+        self.bn1 = nn.BatchNorm2D(width)
+        self.conv2 = nn.Conv2D(width, width, 3, stride=stride, padding=1, bias_attr=False)
+        self.bn2 = nn.BatchNorm2D(width)
+        self.conv3 = nn.Conv2D(width, out_ch, 1, bias_attr=False)
+        self.bn3 = nn.BatchNorm2D(out_ch)
+        self.relu = nn.ReLU()
+        self.downsample: nn.Layer | None = None
+        if stride != 1 or in_ch != out_ch:
+            self.downsample = nn.Sequential(
+                nn.Conv2D(in_ch, out_ch, 1, stride=stride, bias_attr=False),
+                nn.BatchNorm2D(out_ch),
+            )
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + identity)
+
+
+STAGES = ((64, 3), (128, 4), (256, 6), (512, 3))  # (width, blocks)
+
+
+class ResNet50(nn.Layer):
+    def __init__(self, num_classes: int = 1000) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2D(3, 64, 7, stride=2, padding=3, bias_attr=False)
+        self.bn1 = nn.BatchNorm2D(64)
+        self.relu = nn.ReLU()
+        self.maxpool = nn.MaxPool2D(3, stride=2, padding=1)
+        stages = []
+        in_ch = 64
+        for i, (width, blocks) in enumerate(STAGES):
+            layers = []
+            for b in range(blocks):
+                stride = 2 if (b == 0 and i > 0) else 1
+                layers.append(Bottleneck(in_ch, width, stride))
+                in_ch = width * Bottleneck.expansion
+            stages.append(nn.Sequential(*layers))
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.avgpool = nn.AdaptiveAvgPool2D(1)
+        self.fc = nn.Linear(in_ch, num_classes)
+
+        for m in self.sublayers():
+            if isinstance(m, nn.Conv2D):
+                # Kaiming normal, mode fan_out (as torchvision): std = sqrt(2 / fan_out). Paddle's
+                # KaimingNormal takes the fan explicitly through its `fan_in` argument.
+                out_ch, _, kh, kw = m.weight.shape
+                init.KaimingNormal(fan_in=out_ch * kh * kw, nonlinearity="relu")(m.weight)
+            elif isinstance(m, nn.BatchNorm2D):
+                init.Constant(1.0)(m.weight)
+                init.Constant(0.0)(m.bias)
+        # Zero-init the last BN gamma of each block (as NVIDIA's reference does): every residual
+        # branch starts as identity, which helps large-batch training. Cost is unaffected.
+        for m in self.sublayers():
+            if isinstance(m, Bottleneck):
+                init.Constant(0.0)(m.bn3.weight)
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(paddle.flatten(self.avgpool(x), 1))
+
+
+def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
+    """Forward FLOPs of one sample, counting only convolutions and the final fc layer.
+
+    Same count as the PyTorch workload (which walks its model with forward hooks): a
+    multiply-add counts as 2 FLOPs, conv = 2 * Cin/groups * kh * kw * Cout * Hout * Wout,
+    linear = 2 * in * out; BN, ReLU, pooling and the residual adds are ignored. Here the layer
+    shapes are walked analytically (pure Python, no tensors): out = (in + 2p - k) // s + 1.
+    At 224x224 this is ~4.1 GMACs, i.e. ~8.2 GFLOPs.
+    """
+
+    def out_size(size: int, k: int, s: int, p: int) -> int:
+        return (size + 2 * p - k) // s + 1
+
+    def conv(cin: int, cout: int, k: int, size_out: int) -> int:
+        return 2 * cin * k * k * cout * size_out * size_out
+
+    size = out_size(image_size, 7, 2, 3)
+    total = conv(3, 64, 7, size)
+    size = out_size(size, 3, 2, 1)  # max pool
+    in_ch = 64
+    for i, (width, blocks) in enumerate(STAGES):
+        for b in range(blocks):
+            stride = 2 if (b == 0 and i > 0) else 1
+            out_ch = width * Bottleneck.expansion
+            size_out = out_size(size, 3, stride, 1)
+            total += conv(in_ch, width, 1, size)  # conv1, at the input resolution
+            total += conv(width, width, 3, size_out)  # conv2 carries the stride
+            total += conv(width, out_ch, 1, size_out)  # conv3
+            if stride != 1 or in_ch != out_ch:
+                total += conv(in_ch, out_ch, 1, out_size(size, 1, stride, 0))  # downsample
+            in_ch, size = out_ch, size_out
+    total += 2 * in_ch * num_classes  # fc after global average pooling
+    return float(total)
+
+
+# --------------------------------------------------------------------------------------------
+# BERT-base pretraining (MLM + NSP heads)
+# --------------------------------------------------------------------------------------------
+
+BERT_BASE = {
+    "vocab": 30522,
+    "hidden": 768,
+    "layers": 12,
+    "heads": 12,
+    "intermediate": 3072,
+    "max_positions": 512,
+    "type_vocab": 2,
+}
+LN_EPS = 1e-12
+DROPOUT = 0.1
+
+
+class SelfAttention(nn.Layer):
+    def __init__(self, hidden: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.head_dim = hidden // heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+
+    def forward(self, x: paddle.Tensor, attn_mask: paddle.Tensor | None) -> paddle.Tensor:
+        def split(t: paddle.Tensor) -> paddle.Tensor:  # [B, S, H] -> [B, heads, S, H/heads]
+            return paddle.reshape(t, [0, 0, self.heads, self.head_dim]).transpose([0, 2, 1, 3])
+
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        # Plain scaled dot-product attention (Paddle's fused SDPA is a GPU flash kernel).
+        scores = paddle.matmul(q, k, transpose_y=True) * (1.0 / math.sqrt(self.head_dim))
+        if attn_mask is not None:
+            scores = scores + attn_mask  # additive: 0 where attended, -1e4 at padding
+        probs = F.dropout(F.softmax(scores, axis=-1), DROPOUT, training=self.training)
+        ctx = paddle.matmul(probs, v).transpose([0, 2, 1, 3])
+        return paddle.reshape(ctx, [0, 0, self.heads * self.head_dim])
+
+
+class EncoderLayer(nn.Layer):
+    """Post-LN transformer layer, as in the original BERT."""
+
+    def __init__(self, hidden: int, heads: int, intermediate: int) -> None:
+        super().__init__()
+        self.attention = SelfAttention(hidden, heads)
+        self.attn_out = nn.Linear(hidden, hidden)
+        self.attn_norm = nn.LayerNorm(hidden, epsilon=LN_EPS)
+        self.intermediate = nn.Linear(hidden, intermediate)
+        self.output = nn.Linear(intermediate, hidden)
+        self.out_norm = nn.LayerNorm(hidden, epsilon=LN_EPS)
+        self.dropout = nn.Dropout(DROPOUT)
+
+    def forward(self, x: paddle.Tensor, attn_mask: paddle.Tensor | None) -> paddle.Tensor:
+        x = self.attn_norm(x + self.dropout(self.attn_out(self.attention(x, attn_mask))))
+        y = self.output(F.gelu(self.intermediate(x)))
+        return self.out_norm(x + self.dropout(y))
+
+
+class BertForPreTraining(nn.Layer):
+    def __init__(self, cfg: dict[str, int]) -> None:
+        super().__init__()
+        hidden = cfg["hidden"]
+        self.word_embeddings = nn.Embedding(cfg["vocab"], hidden)
+        self.position_embeddings = nn.Embedding(cfg["max_positions"], hidden)
+        self.token_type_embeddings = nn.Embedding(cfg["type_vocab"], hidden)
+        self.emb_norm = nn.LayerNorm(hidden, epsilon=LN_EPS)
+        self.emb_dropout = nn.Dropout(DROPOUT)
+        self.layers = nn.LayerList(
+            [EncoderLayer(hidden, cfg["heads"], cfg["intermediate"]) for _ in range(cfg["layers"])]
+        )
+        self.pooler = nn.Linear(hidden, hidden)
+        self.nsp = nn.Linear(hidden, 2)
+        self.mlm_transform = nn.Linear(hidden, hidden)
+        self.mlm_norm = nn.LayerNorm(hidden, epsilon=LN_EPS)
+        # The MLM decoder's weight is the word-embedding matrix (tied); only its bias is new.
+        self.mlm_bias = self.create_parameter(
+            [cfg["vocab"]], default_initializer=init.Constant(0.0), is_bias=True
+        )
+
+        normal = init.Normal(mean=0.0, std=0.02)
+        for m in self.sublayers():  # BERT's init: N(0, 0.02) weights, zero biases, unit LN
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                normal(m.weight)
+            if isinstance(m, nn.Linear):
+                init.Constant(0.0)(m.bias)
+
+    def forward(
+        self,
+        input_ids: paddle.Tensor,
+        token_type_ids: paddle.Tensor,
+        attn_mask: paddle.Tensor | None,
+    ) -> tuple[paddle.Tensor, paddle.Tensor]:
+        positions = paddle.arange(input_ids.shape[1], dtype="int64")
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(positions)
+            + self.token_type_embeddings(token_type_ids)
+        )
+        x = self.emb_dropout(self.emb_norm(x))
+        for layer in self.layers:
+            x = layer(x, attn_mask)
+        nsp_logits = self.nsp(paddle.tanh(self.pooler(x[:, 0])))
+        h = self.mlm_norm(F.gelu(self.mlm_transform(x)))
+        mlm_logits = paddle.matmul(h, self.word_embeddings.weight, transpose_y=True)
+        return mlm_logits + self.mlm_bias, nsp_logits
+
+
+def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
+    """Forward FLOPs of one sequence of `seq_len` tokens, counting only matrix multiplications
+    (the PyTorch workload's formula, verbatim).
+
+    A multiply-add counts as 2 FLOPs. Per token, every dense layer costs 2 * in * out:
+      - each encoder layer: Q, K, V and attention-output projections (4 * H * H) plus the
+        feed-forward pair (2 * H * I);
+      - the MLM head at every position (this model computes logits everywhere, not only at
+        masked positions): transform H * H plus the tied decoder H * vocab.
+    Attention itself adds, per layer, Q @ K^T and softmax(.) @ V: 2 * S^2 * H MACs = 4 * S^2 * H
+    FLOPs. The pooler (H * H) and NSP head (H * 2) run once per sequence, on the [CLS] token.
+    Embedding lookups, LayerNorm, GELU, softmax and biases are ignored.
+    """
+    h, i, v, n = cfg["hidden"], cfg["intermediate"], cfg["vocab"], cfg["layers"]
+    macs_per_token = n * (4 * h * h + 2 * h * i) + h * h + h * v
+    attention = n * 4 * seq_len * seq_len * h
+    heads = 2 * (h * h + h * 2)
+    return float(2 * macs_per_token * seq_len + attention + heads)
+
+
+# --------------------------------------------------------------------------------------------
+# Workload
+# --------------------------------------------------------------------------------------------
+
+
+def trainable_parameters(model: nn.Layer) -> list[paddle.Tensor]:
+    """Parameters the optimizer updates. BatchNorm's running mean/variance are parameters in
+    Paddle (trainable=False); PyTorch keeps them as buffers, so both count weight+bias only.
+    model.parameters() yields a shared (tied) tensor once."""
+    return [p for p in model.parameters() if p.trainable]
+
+
+def count_params(model: nn.Layer) -> int:
+    return sum(int(np.prod(p.shape)) for p in trainable_parameters(model))
+
+
+def build_model(args: argparse.Namespace) -> nn.Layer:
+    if args.model == "resnet50":
+        return ResNet50(args.num_classes)
+    return BertForPreTraining(BERT_BASE)
+
+
+def training_flops_per_sample(args: argparse.Namespace) -> float:
+    """Training FLOPs per sample = 3 x forward (the backward pass costs ~2x the forward:
+    gradients with respect to both activations and weights). Only matmul/conv FLOPs count."""
+    if args.model == "resnet50":
+        return 3.0 * resnet50_forward_flops(args.num_classes, args.image_size)
+    return 3.0 * bert_forward_flops(args.seq_len)
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def cpu_native_bf16() -> bool | None:
+    """Whether the CPU has bf16 matmul instructions (x86 AVX512-BF16/AMX, Arm BF16); None if
+    /proc/cpuinfo cannot tell."""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith(("flags", "Features")):
+                flags = set(line.split(":", 1)[1].split())
+                return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    return None
+
+
+def amp_problem(amp_dtype: str) -> str | None:
+    """None if paddle.amp.auto_cast really computes a Linear in `amp_dtype` here, else why not.
+    (On CPUPlace Paddle 3.x's auto_cast is a no-op with a warning: fp32 must not be labelled
+    as amp.)"""
+    try:
+        layer = nn.Linear(8, 8)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with paddle.amp.auto_cast(level="O1", dtype=amp_dtype):
+                out = layer(paddle.ones([2, 8]))
+        got = str(out.dtype).replace("paddle.", "")
+    except Exception as exc:  # noqa: BLE001 - any failure means the path does not work here
+        return f"paddle.amp.auto_cast(dtype={amp_dtype!r}) failed: {type(exc).__name__}: {exc}"
+    if got != amp_dtype:
+        said = "; ".join(str(w.message).strip() for w in caught if "amp" in str(w.message))
+        return (
+            f"paddle {paddle.__version__}: paddle.amp.auto_cast(level='O1', dtype={amp_dtype!r}) "
+            f"has no effect on {paddle.get_device()} (a Linear still computes in {got})"
+            + (f": {said}" if said else "")
+        )
+    return None
+
+
+def make_step(
+    args: argparse.Namespace, model: nn.Layer, on_gpu: bool
+) -> tuple[Callable[[], paddle.Tensor], paddle.optimizer.Optimizer, nn.Layer]:
+    """Create the synthetic batch (once, on the device), the optimizer and the step function.
+
+    Returns (step, optimizer, model_to_run); step() runs one forward/backward/update and returns
+    the loss tensor, not yet read back.
+    """
+    rng = np.random.RandomState(args.seed)
+    b = args.batch_size
+    params = trainable_parameters(model)
+    if args.model == "resnet50":
+        images = paddle.to_tensor(
+            rng.standard_normal((b, 3, args.image_size, args.image_size)).astype("float32")
+        )
+        labels = paddle.to_tensor(rng.randint(0, args.num_classes, (b,)).astype("int64"))
+        optimizer: paddle.optimizer.Optimizer = paddle.optimizer.Momentum(
+            learning_rate=0.1, momentum=0.9, parameters=params, weight_decay=1e-4
+        )
+
+        def loss_fn(m: nn.Layer) -> paddle.Tensor:
+            return F.cross_entropy(m(images), labels)
+
+    else:
+        s = args.seq_len
+        vocab = BERT_BASE["vocab"]
+        input_ids = rng.randint(0, vocab, (b, s)).astype("int64")
+        token_types = np.zeros((b, s), dtype="int64")
+        token_types[:, s // 2 :] = 1
+        attention_mask = np.ones((b, s), dtype="int64")
+        # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
+        masked = rng.random_sample((b, s)) < 0.15
+        masked[:, min(1, s - 1)] = True
+        mlm_labels = np.where(masked, rng.randint(0, vocab, (b, s)), -100).astype("int64")
+        nsp_labels = rng.randint(0, 2, (b,)).astype("int64")
+        input_ids_t, token_types_t, mlm_labels_t, nsp_labels_t = (
+            paddle.to_tensor(t) for t in (input_ids, token_types, mlm_labels, nsp_labels)
+        )
+        # The mask is all ones, so attention needs none. Kept general for a padded batch.
+        attn_mask = None
+        if not bool(attention_mask.all()):
+            additive = (1.0 - attention_mask[:, None, None, :].astype("float32")) * -1e4
+            attn_mask = paddle.to_tensor(additive)
+        optimizer = paddle.optimizer.AdamW(learning_rate=1e-4, parameters=params, weight_decay=0.01)
+
+        def loss_fn(m: nn.Layer) -> paddle.Tensor:
+            mlm_logits, nsp_logits = m(input_ids_t, token_types_t, attn_mask)
+            mlm = F.cross_entropy(
+                paddle.reshape(mlm_logits, [-1, vocab]).astype("float32"),
+                paddle.reshape(mlm_labels_t, [-1]),
+                ignore_index=-100,
+            )
+            return mlm + F.cross_entropy(nsp_logits.astype("float32"), nsp_labels_t)
+
+    # paddle.jit.to_static (the "--xla" flag: Paddle's dynamic-to-static graph compiler, whole
+    # graph via AST conversion). Conversion happens lazily inside step 1, so step 1 is slow;
+    # the harness's warm-up window absorbs it.
+    run_model = paddle.jit.to_static(model, full_graph=True) if args.xla else model
+
+    amp = args.precision == "amp"
+    amp_dtype = "float16" if on_gpu else "bfloat16"
+    # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
+    scaler = paddle.amp.GradScaler(init_loss_scaling=2.0**16) if amp and on_gpu else None
+
+    def step() -> paddle.Tensor:
+        ctx = paddle.amp.auto_cast(level="O1", dtype=amp_dtype) if amp else contextlib.nullcontext()
+        with ctx:
+            loss = loss_fn(run_model)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        optimizer.clear_grad(set_to_zero=False)
+        return loss
+
+    return step, optimizer, run_model
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", choices=("resnet50", "bert"), required=True)
+    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--xla", action="store_true", help="wrap the model in paddle.jit.to_static")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, help="CPU math library threads")
+    p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
+    args = p.parse_args(argv)
+    if args.batch_size < 1 or args.steps < 0:
+        p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
+        p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    t_launch = time.monotonic()
+    args = parse_args(argv)
+    if args.threads:
+        paddle.base.core.set_num_threads(args.threads)
+
+    if args.describe:
+        paddle.set_device("cpu")
+        model = build_model(args)  # real (small) allocations: Paddle has no meta device
+        info = {
+            "params": count_params(model),
+            "flops_per_sample": training_flops_per_sample(args),
+            "framework_version": paddle.__version__,
+        }
+        print(json.dumps(info), flush=True)
+        return 0
+
+    on_gpu = args.device == "cuda"
+    if on_gpu and not (paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0):
+        print("error: --device cuda asked for, but paddle has no usable CUDA device "
+              f"(paddle {paddle.__version__}, compiled with CUDA: "
+              f"{paddle.is_compiled_with_cuda()})", file=sys.stderr, flush=True)  # fmt: skip
+        return 2
+    paddle.set_device("gpu:0" if on_gpu else "cpu")
+    if on_gpu:
+        # Honest fp32: no TF32 for matmuls/convolutions; cudnn exhaustive search for convs.
+        paddle.set_flags({"FLAGS_cudnn_exhaustive_search": True})
+        with contextlib.suppress(Exception):
+            paddle.set_flags({"FLAGS_enable_cublas_tensor_op_math": False})
+
+    path = os.environ.get("DLPERF_EVENTS")
+    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+
+    def emit(**event: object) -> None:
+        if events is not None:
+            events.write(json.dumps(event) + "\n")
+            events.flush()
+
+    def unsupported(reason: str) -> int:
+        emit(event="unsupported", reason=reason)
+        print(f"unsupported: {reason}", flush=True)
+        if events is not None:
+            events.close()
+        return UNSUPPORTED_EXIT
+
+    amp_dtype = None
+    if args.precision == "amp":
+        amp_dtype = "float16" if on_gpu else "bfloat16"
+        problem = amp_problem(amp_dtype)
+        if problem:
+            return unsupported(problem)
+
+    paddle.seed(args.seed)
+    model = build_model(args)
+    model.train()
+    params = count_params(model)
+    flops = training_flops_per_sample(args)
+    device_name = paddle.device.cuda.get_device_name() if on_gpu else cpu_name()
+    native_bf16 = None if on_gpu else cpu_native_bf16()
+    threads = args.threads or (int(os.environ["OMP_NUM_THREADS"]) if os.environ.get(
+        "OMP_NUM_THREADS", "").isdigit() else None)  # fmt: skip
+
+    emit(
+        event="start",
+        framework="paddle",
+        framework_version=paddle.__version__,
+        python=platform.python_version(),
+        device=args.device,
+        device_name=device_name,
+        model=args.model,
+        params=params,
+        flops_per_sample=flops,
+        precision=args.precision,
+        amp_dtype=amp_dtype,
+        xla=args.xla,
+        batch_size=args.batch_size,
+        threads=threads,
+        tf32=False if on_gpu else None,
+        cpu_native_bf16=native_bf16,
+    )
+    shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
+    print(
+        f"paddle {paddle.__version__} {args.model}: {params:,} params, "
+        f"{flops / 1e9:.2f} GFLOPs/sample (train), batch {args.batch_size}, {shape}, "
+        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
+        f"{', paddle.jit.to_static' if args.xla else ''}, {args.device} ({device_name}), "
+        f"{threads or 'default'} threads, {args.steps} steps",
+        flush=True,
+    )
+
+    step, _optimizer, _run_model = make_step(args, model, on_gpu)
+
+    def sync() -> None:
+        if on_gpu:
+            paddle.device.synchronize()
+
+    sync()
+    ready = time.monotonic()
+    emit(event="ready", time=ready)
+    print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
+
+    prev = ready
+    for i in range(1, args.steps + 1):
+        try:
+            loss_t = step()
+        except Exception as exc:
+            if i == 1 and args.xla:  # the graph conversion itself failed: not a crash to time
+                return unsupported(
+                    f"paddle.jit.to_static failed on {args.model}: {type(exc).__name__}: "
+                    f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                )
+            raise
+        sync()
+        # float() copies the loss back to the host, so the step has truly finished (on GPU the
+        # dygraph engine is asynchronous) before the timestamp is taken.
+        loss = float(loss_t)
+        now = time.monotonic()
+        emit(event="step", step=i, time=now, samples=args.batch_size,
+             loss=loss if math.isfinite(loss) else None)  # fmt: skip
+        print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
+        prev = now
+
+    end = time.monotonic()
+    emit(event="end", time=end)
+    if args.steps:
+        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
+    if events is not None:
+        events.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,406 @@
+"""TensorFlow training workload for dlperf: ResNet50-v1.5 or BERT-base pretraining, synthetic data.
+
+Runs inside the adapter's isolated env and imports only TensorFlow/Keras, numpy and the standard
+library. Keras layers, a custom training step in `tf.function`; `--xla` compiles that step with
+`jit_compile=True`. Same architectures, optimizers, losses and data shapes as the PyTorch
+workload; follows the dlperf events contract ($DLPERF_EVENTS: start, ready, step..., end).
+
+    python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
+    python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+from typing import TextIO
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from keras import layers  # noqa: E402
+
+BERT_BASE = {
+    "vocab": 30522,
+    "hidden": 768,
+    "layers": 12,
+    "heads": 12,
+    "intermediate": 3072,
+    "max_positions": 512,
+    "type_vocab": 2,
+}
+DROPOUT = 0.1
+# PyTorch's BatchNorm defaults, so both frameworks normalise alike (Keras: eps 1e-3, mom 0.99).
+BN = {"epsilon": 1e-5, "momentum": 0.9}
+LN_EPS = 1e-12
+
+# --------------------------------------------------------------------------------------------
+# ResNet50-v1.5 (channels-last; explicit zero padding reproduces PyTorch's symmetric padding)
+# --------------------------------------------------------------------------------------------
+
+
+def conv(x, filters: int, kernel: int, stride: int = 1, name: str = ""):
+    pad = kernel // 2
+    if pad:
+        x = layers.ZeroPadding2D(pad)(x)
+    return layers.Conv2D(filters, kernel, strides=stride, use_bias=False, name=name or None)(x)
+
+
+def bottleneck(x, width: int, stride: int):
+    """1x1 reduce, 3x3 carrying the stride (the v1.5 change), 1x1 expand, plus the shortcut."""
+    out_ch = width * 4
+    shortcut = x
+    if stride != 1 or x.shape[-1] != out_ch:
+        shortcut = layers.BatchNormalization(**BN)(conv(x, out_ch, 1, stride))
+    y = layers.ReLU()(layers.BatchNormalization(**BN)(conv(x, width, 1)))
+    y = layers.ReLU()(layers.BatchNormalization(**BN)(conv(y, width, 3, stride)))
+    y = layers.BatchNormalization(**BN, gamma_initializer="zeros")(conv(y, out_ch, 1))
+    return layers.ReLU()(layers.Add()([y, shortcut]))
+
+
+def resnet50(image_size: int, num_classes: int) -> keras.Model:
+    inputs = keras.Input((image_size, image_size, 3))
+    x = layers.ReLU()(layers.BatchNormalization(**BN)(conv(inputs, 64, 7, 2)))
+    # Zero padding before the max pool equals PyTorch's -inf padding: inputs are >= 0 (ReLU).
+    x = layers.MaxPooling2D(3, 2)(layers.ZeroPadding2D(1)(x))
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for b in range(blocks):
+            x = bottleneck(x, width, stride if b == 0 else 1)
+    x = layers.GlobalAveragePooling2D()(x)
+    # The head stays float32 under mixed precision so the loss is computed in full precision.
+    return keras.Model(inputs, layers.Dense(num_classes, dtype="float32")(x), name="resnet50")
+
+
+def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
+    """Forward FLOPs of one image: 2 x MACs of every convolution and the classifier."""
+    flops, size, ch = 0, image_size, 3
+
+    def conv_out(s: int, k: int, stride: int) -> int:
+        return (s + 2 * (k // 2) - k) // stride + 1
+
+    size = conv_out(size, 7, 2)
+    flops += 2 * ch * 49 * 64 * size * size
+    ch = 64
+    size = conv_out(size, 3, 2)  # max pool
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            out_ch, out = width * 4, conv_out(size, 3, s)
+            flops += 2 * ch * width * size * size  # 1x1 reduce
+            flops += 2 * width * 9 * width * out * out  # 3x3 (strided)
+            flops += 2 * width * out_ch * out * out  # 1x1 expand
+            if s != 1 or ch != out_ch:
+                flops += 2 * ch * out_ch * out * out  # projection shortcut
+            ch, size = out_ch, out
+    return float(flops + 2 * ch * num_classes)
+
+
+# --------------------------------------------------------------------------------------------
+# BERT-base pretraining (MLM + NSP heads, decoder tied to the word embeddings)
+# --------------------------------------------------------------------------------------------
+
+
+class EncoderLayer(layers.Layer):
+    def __init__(self, hidden: int, heads: int, intermediate: int, **kw) -> None:
+        super().__init__(**kw)
+        self.heads, self.hidden = heads, hidden
+        self.q, self.k, self.v, self.o = (layers.Dense(hidden) for _ in range(4))
+        self.ff_in = layers.Dense(intermediate)
+        self.ff_out = layers.Dense(hidden)
+        self.attn_norm = layers.LayerNormalization(epsilon=LN_EPS)
+        self.out_norm = layers.LayerNormalization(epsilon=LN_EPS)
+        self.drop = layers.Dropout(DROPOUT)
+
+    def call(self, x, training=False):
+        b, s = tf.shape(x)[0], tf.shape(x)[1]
+        d = self.hidden // self.heads
+
+        def split(t):  # [B, S, H] -> [B, heads, S, H/heads]
+            return tf.transpose(tf.reshape(t, (b, s, self.heads, d)), (0, 2, 1, 3))
+
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        scores = tf.matmul(q, k, transpose_b=True) / tf.cast(math.sqrt(d), q.dtype)
+        probs = self.drop(tf.nn.softmax(scores, axis=-1), training=training)
+        ctx = tf.reshape(tf.transpose(tf.matmul(probs, v), (0, 2, 1, 3)), (b, s, self.hidden))
+        x = self.attn_norm(x + self.drop(self.o(ctx), training=training))
+        y = self.ff_out(keras.activations.gelu(self.ff_in(x), approximate=False))
+        return self.out_norm(x + self.drop(y, training=training))
+
+
+class BertForPreTraining(keras.Model):
+    def __init__(self, cfg: dict[str, int]) -> None:
+        super().__init__(name="bert")
+        h = cfg["hidden"]
+        self.vocab = cfg["vocab"]
+        self.word = layers.Embedding(cfg["vocab"], h)
+        self.position = layers.Embedding(cfg["max_positions"], h)
+        self.token_type = layers.Embedding(cfg["type_vocab"], h)
+        self.emb_norm = layers.LayerNormalization(epsilon=LN_EPS)
+        self.drop = layers.Dropout(DROPOUT)
+        self.encoder = [
+            EncoderLayer(h, cfg["heads"], cfg["intermediate"]) for _ in range(cfg["layers"])
+        ]
+        self.pooler = layers.Dense(h, activation="tanh")
+        self.nsp = layers.Dense(2, dtype="float32")
+        self.mlm_transform = layers.Dense(h)
+        self.mlm_norm = layers.LayerNormalization(epsilon=LN_EPS)
+
+    def build(self, input_shape) -> None:
+        self.mlm_bias = self.add_weight(
+            shape=(self.vocab,), initializer="zeros", name="mlm_bias", dtype="float32"
+        )
+        super().build(input_shape)
+
+    def call(self, inputs, training=False):
+        input_ids, token_types = inputs
+        positions = tf.range(tf.shape(input_ids)[1])[tf.newaxis, :]
+        x = self.word(input_ids) + self.position(positions) + self.token_type(token_types)
+        x = self.drop(self.emb_norm(x), training=training)
+        for layer in self.encoder:
+            x = layer(x, training=training)
+        nsp_logits = self.nsp(self.pooler(x[:, 0]))
+        h = self.mlm_norm(keras.activations.gelu(self.mlm_transform(x), approximate=False))
+        # Tied decoder: logits against the word-embedding matrix, in float32 for the loss.
+        table = tf.cast(self.word.embeddings, h.dtype)
+        mlm_logits = tf.cast(tf.matmul(h, table, transpose_b=True), tf.float32) + self.mlm_bias
+        return mlm_logits, nsp_logits
+
+
+def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
+    """Same count as the PyTorch workload: matmuls only, a multiply-add = 2 FLOPs, MLM logits
+    at every position, attention 4 * S^2 * H per layer, pooler + NSP once per sequence."""
+    h, i, v, n = cfg["hidden"], cfg["intermediate"], cfg["vocab"], cfg["layers"]
+    macs_per_token = n * (4 * h * h + 2 * h * i) + h * h + h * v
+    attention = n * 4 * seq_len * seq_len * h
+    heads = 2 * (h * h + h * 2)
+    return float(2 * macs_per_token * seq_len + attention + heads)
+
+
+# --------------------------------------------------------------------------------------------
+# Workload
+# --------------------------------------------------------------------------------------------
+
+
+def build_model(args: argparse.Namespace) -> keras.Model:
+    if args.model == "resnet50":
+        return resnet50(args.image_size, args.num_classes)
+    model = BertForPreTraining(BERT_BASE)
+    model((tf.zeros((1, 8), tf.int32), tf.zeros((1, 8), tf.int32)))  # create the weights
+    return model
+
+
+def count_params(model: keras.Model) -> int:
+    """Trainable weights only (BatchNorm moving statistics are not parameters, as in PyTorch);
+    the tied embedding is one variable, so it counts once."""
+    unique = {id(v): v for v in model.trainable_weights}
+    return int(sum(math.prod(v.shape) for v in unique.values()))
+
+
+def training_flops_per_sample(args: argparse.Namespace) -> float:
+    """3 x forward (backward ~ 2 x forward); matmul/conv FLOPs only."""
+    if args.model == "resnet50":
+        return 3.0 * resnet50_forward_flops(args.num_classes, args.image_size)
+    return 3.0 * bert_forward_flops(args.seq_len)
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def make_data(args: argparse.Namespace):
+    """The synthetic batch, created once and reused every step (same shapes as PyTorch)."""
+    g = tf.random.Generator.from_seed(args.seed)
+    b = args.batch_size
+    if args.model == "resnet50":
+        images = g.normal((b, args.image_size, args.image_size, 3))
+        labels = g.uniform((b,), 0, args.num_classes, dtype=tf.int64)
+        return images, labels
+    s, vocab = args.seq_len, BERT_BASE["vocab"]
+    input_ids = g.uniform((b, s), 0, vocab, dtype=tf.int64)
+    token_types = tf.concat(
+        [tf.zeros((b, s // 2), tf.int64), tf.ones((b, s - s // 2), tf.int64)], axis=1
+    )
+    masked = g.uniform((b, s)) < 0.15
+    masked = tf.logical_or(masked, tf.one_hot(min(1, s - 1), s, on_value=True, off_value=False))
+    mlm_labels = tf.where(masked, g.uniform((b, s), 0, vocab, dtype=tf.int64), -100)
+    nsp_labels = g.uniform((b,), 0, 2, dtype=tf.int64)
+    return input_ids, token_types, mlm_labels, nsp_labels
+
+
+def make_step(args: argparse.Namespace, model: keras.Model, data, device: str):
+    if args.model == "resnet50":
+        # PyTorch's SGD weight decay is L2 added to the gradient (Keras' own is decoupled), so
+        # it is added by hand below to keep the optimizer identical across frameworks.
+        optimizer = keras.optimizers.SGD(learning_rate=0.1, momentum=0.9)
+        l2 = 1e-4
+        images, labels = data
+
+        def loss_fn():
+            logits = model(images, training=True)
+            ce = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+            return tf.reduce_mean(ce)
+
+    else:
+        optimizer = keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01, epsilon=1e-8)
+        l2 = 0.0
+        input_ids, token_types, mlm_labels, nsp_labels = data
+
+        def loss_fn():
+            mlm_logits, nsp_logits = model((input_ids, token_types), training=True)
+            keep = tf.cast(mlm_labels != -100, tf.float32)
+            ce = keras.losses.sparse_categorical_crossentropy(
+                tf.maximum(mlm_labels, 0), mlm_logits, from_logits=True
+            )
+            mlm = tf.reduce_sum(ce * keep) / tf.reduce_sum(keep)  # mean over masked positions
+            nsp = keras.losses.sparse_categorical_crossentropy(
+                nsp_labels, nsp_logits, from_logits=True
+            )
+            return mlm + tf.reduce_mean(nsp)
+
+    if args.precision == "amp" and device == "gpu":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)  # fp16 needs loss scaling
+    variables = model.trainable_variables
+
+    @tf.function(jit_compile=args.xla)
+    def step():
+        with tf.GradientTape() as tape:
+            loss = loss_fn()
+            scaled = optimizer.scale_loss(loss) if hasattr(optimizer, "scale_loss") else loss
+        grads = tape.gradient(scaled, variables)
+        if l2:
+            grads = [g + l2 * tf.cast(v, g.dtype) for g, v in zip(grads, variables, strict=True)]
+        optimizer.apply_gradients(zip(grads, variables, strict=True))
+        return loss
+
+    return step
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", choices=("resnet50", "bert"), required=True)
+    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--xla", action="store_true", help="tf.function(jit_compile=True)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, help="intra-op threads")
+    p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
+    args = p.parse_args(argv)
+    if args.batch_size < 1 or args.steps < 0:
+        p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
+        p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    t_launch = time.monotonic()
+    args = parse_args(argv)
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    path = os.environ.get("DLPERF_EVENTS")
+    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+
+    def emit(**event: object) -> None:
+        if events is not None:
+            events.write(json.dumps(event) + "\n")
+            events.flush()
+
+    if args.describe:
+        model = build_model(args)
+        info = {
+            "params": count_params(model),
+            "flops_per_sample": training_flops_per_sample(args),
+            "framework_version": tf.__version__,
+        }
+        print(json.dumps(info), flush=True)
+        return 0
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if args.device == "cuda" and not gpus:
+        print(f"error: --device cuda asked for, but TensorFlow {tf.__version__} sees no GPU",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return 2
+    device = "gpu" if args.device == "cuda" else "cpu"
+    amp_dtype = None
+    if args.precision == "amp":
+        amp_dtype = "float16" if device == "gpu" else "bfloat16"
+        keras.mixed_precision.set_global_policy(f"mixed_{amp_dtype}")
+    if device == "gpu":
+        tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
+
+    tf.keras.utils.set_random_seed(args.seed)
+    with tf.device(f"/{device}:0"):
+        model = build_model(args)
+        data = make_data(args)
+        step = make_step(args, model, data, device)
+    params = count_params(model)
+    flops = training_flops_per_sample(args)
+    device_name = cpu_name()
+    if device == "gpu":
+        details = tf.config.experimental.get_device_details(gpus[0])
+        device_name = details.get("device_name", "GPU")
+    emit(
+        event="start",
+        framework="tensorflow",
+        framework_version=tf.__version__,
+        python=platform.python_version(),
+        device=args.device,
+        device_name=device_name,
+        model=args.model,
+        params=params,
+        flops_per_sample=flops,
+        precision=args.precision,
+        amp_dtype=amp_dtype,
+        xla=args.xla,
+        batch_size=args.batch_size,
+        keras_version=keras.__version__,
+    )
+    shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
+    print(
+        f"tensorflow {tf.__version__} (keras {keras.__version__}) {args.model}: {params:,} "
+        f"params, {flops / 1e9:.2f} GFLOPs/sample (train), batch {args.batch_size}, {shape}, "
+        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
+        f"{', XLA' if args.xla else ''}, {args.device} ({device_name}), {args.steps} steps",
+        flush=True,
+    )
+    ready = time.monotonic()
+    emit(event="ready", time=ready)
+    print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
+    prev = ready
+    for i in range(1, args.steps + 1):
+        with tf.device(f"/{device}:0"):
+            loss_t = step()
+        # .numpy() copies the loss to the host: the step (and the device) has really finished.
+        loss = float(loss_t.numpy())
+        now = time.monotonic()
+        emit(event="step", step=i, time=now, samples=args.batch_size,
+             loss=loss if math.isfinite(loss) else None)  # fmt: skip
+        print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
+        prev = now
+    end = time.monotonic()
+    emit(event="end", time=end)
+    if args.steps:
+        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
+    if events is not None:
+        events.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
