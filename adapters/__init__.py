@@ -15,6 +15,7 @@ from dlperf.adapter import Adapter
 ADAPTER_MODULES: dict[str, str] = {
     "calibration": "dlperf.adapters.calibration",
     "oneflow": "dlperf.adapters.oneflow",
+    "mxnet": "dlperf.adapters.mxnet",
     "paddle": "dlperf.adapters.paddle",
     "pytorch": "dlperf.adapters.pytorch",
     "tensorflow": "dlperf.adapters.tensorflow",

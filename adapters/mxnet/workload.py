@@ -1,0 +1,439 @@
+"""MXNet training workload for dlperf: ResNet50-v1.5 or BERT-base pretraining, synthetic data.
+
+Runs inside the adapter's isolated env and imports only MXNet, numpy and the standard library.
+Gluon HybridBlocks; `--xla` hybridizes them (static graph, static memory). Same architectures,
+optimizers, losses and data shapes as the PyTorch workload; follows the dlperf events contract.
+
+MXNet's engine is asynchronous even on a CPU: Python returns long before the work is done, so
+each step's timestamp is taken only after `mx.nd.waitall()` (forward, backward and the update).
+
+    python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
+    python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+from typing import TextIO
+
+import mxnet as mx
+from mxnet import autograd, gluon
+from mxnet.gluon import nn
+
+BERT_BASE = {
+    "vocab": 30522,
+    "hidden": 768,
+    "layers": 12,
+    "heads": 12,
+    "intermediate": 3072,
+    "max_positions": 512,
+    "type_vocab": 2,
+}
+DROPOUT = 0.1
+LN_EPS = 1e-12
+
+# --------------------------------------------------------------------------------------------
+# ResNet50-v1.5 (NCHW, as MXNet's own model zoo)
+# --------------------------------------------------------------------------------------------
+
+
+def bn(channels: int, zero_gamma: bool = False) -> nn.BatchNorm:
+    # Same as PyTorch: eps 1e-5, running stats updated with weight 0.1.
+    init = "zeros" if zero_gamma else "ones"
+    return nn.BatchNorm(in_channels=channels, epsilon=1e-5, momentum=0.9, gamma_initializer=init)
+
+
+class Bottleneck(nn.HybridBlock):
+    """1x1 reduce, 3x3 carrying the stride (the v1.5 change), 1x1 expand, plus the shortcut."""
+
+    def __init__(self, in_ch: int, width: int, stride: int, **kw) -> None:
+        super().__init__(**kw)
+        out_ch = width * 4
+        with self.name_scope():
+            self.body = nn.HybridSequential()
+            self.body.add(
+                nn.Conv2D(width, 1, use_bias=False, in_channels=in_ch),
+                bn(width),
+                nn.Activation("relu"),
+                nn.Conv2D(width, 3, strides=stride, padding=1, use_bias=False, in_channels=width),
+                bn(width),
+                nn.Activation("relu"),
+                nn.Conv2D(out_ch, 1, use_bias=False, in_channels=width),
+                bn(out_ch, zero_gamma=True),
+            )
+            self.downsample = None
+            if stride != 1 or in_ch != out_ch:
+                self.downsample = nn.HybridSequential()
+                self.downsample.add(
+                    nn.Conv2D(out_ch, 1, strides=stride, use_bias=False, in_channels=in_ch),
+                    bn(out_ch),
+                )
+
+    def hybrid_forward(self, F, x):
+        shortcut = x if self.downsample is None else self.downsample(x)
+        return F.Activation(self.body(x) + shortcut, act_type="relu")
+
+
+def resnet50(num_classes: int) -> nn.HybridSequential:
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(
+            nn.Conv2D(64, 7, strides=2, padding=3, use_bias=False, in_channels=3),
+            bn(64),
+            nn.Activation("relu"),
+            nn.MaxPool2D(3, 2, 1),
+        )
+        in_ch = 64
+        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for b in range(blocks):
+                net.add(Bottleneck(in_ch, width, stride if b == 0 else 1))
+                in_ch = width * 4
+        net.add(nn.GlobalAvgPool2D(), nn.Flatten(), nn.Dense(num_classes, in_units=in_ch))
+    return net
+
+
+def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
+    """Forward FLOPs of one image: 2 x MACs of every convolution and the classifier."""
+    flops, size, ch = 0, image_size, 3
+
+    def conv_out(s: int, k: int, stride: int) -> int:
+        return (s + 2 * (k // 2) - k) // stride + 1
+
+    size = conv_out(size, 7, 2)
+    flops += 2 * ch * 49 * 64 * size * size
+    ch = 64
+    size = conv_out(size, 3, 2)  # max pool
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            out_ch, out = width * 4, conv_out(size, 3, s)
+            flops += 2 * ch * width * size * size  # 1x1 reduce
+            flops += 2 * width * 9 * width * out * out  # 3x3 (strided)
+            flops += 2 * width * out_ch * out * out  # 1x1 expand
+            if s != 1 or ch != out_ch:
+                flops += 2 * ch * out_ch * out * out  # projection shortcut
+            ch, size = out_ch, out
+    return float(flops + 2 * ch * num_classes)
+
+
+# --------------------------------------------------------------------------------------------
+# BERT-base pretraining (MLM + NSP heads, decoder tied to the word embeddings)
+# --------------------------------------------------------------------------------------------
+
+
+class EncoderLayer(nn.HybridBlock):
+    def __init__(self, hidden: int, heads: int, intermediate: int, **kw) -> None:
+        super().__init__(**kw)
+        self.heads = heads
+        with self.name_scope():
+            self.q, self.k, self.v, self.o = (
+                nn.Dense(hidden, flatten=False, in_units=hidden) for _ in range(4)
+            )
+            self.ff_in = nn.Dense(intermediate, flatten=False, in_units=hidden)
+            self.ff_out = nn.Dense(hidden, flatten=False, in_units=intermediate)
+            self.attn_norm = nn.LayerNorm(epsilon=LN_EPS, in_channels=hidden)
+            self.out_norm = nn.LayerNorm(epsilon=LN_EPS, in_channels=hidden)
+            self.drop = nn.Dropout(DROPOUT)
+
+    def hybrid_forward(self, F, x):
+        h = self.heads
+
+        def split(t):  # [B, S, H] -> [B*heads, S, H/heads]
+            t = F.transpose(F.reshape(t, shape=(0, 0, h, -1)), axes=(0, 2, 1, 3))
+            return F.reshape(t, shape=(-3, 0, 0))
+
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        d = 768 // h
+        scores = F.batch_dot(q, k, transpose_b=True) / math.sqrt(d)
+        probs = self.drop(F.softmax(scores, axis=-1))
+        ctx = F.reshape(F.batch_dot(probs, v), shape=(-4, -1, h, 0, 0))
+        ctx = F.reshape(F.transpose(ctx, axes=(0, 2, 1, 3)), shape=(0, 0, -3))
+        x = self.attn_norm(x + self.drop(self.o(ctx)))
+        y = self.ff_out(F.LeakyReLU(self.ff_in(x), act_type="gelu"))
+        return self.out_norm(x + self.drop(y))
+
+
+class BertForPreTraining(nn.HybridBlock):
+    def __init__(self, cfg: dict[str, int], **kw) -> None:
+        super().__init__(**kw)
+        h, v = cfg["hidden"], cfg["vocab"]
+        self.cfg = cfg
+        with self.name_scope():
+            # One matrix for the word embeddings and the MLM decoder (tied), plus its own bias.
+            self.word_weight = self.params.get("word_weight", shape=(v, h))
+            self.mlm_bias = self.params.get("mlm_bias", shape=(v,), init="zeros")
+            self.position = nn.Embedding(cfg["max_positions"], h)
+            self.token_type = nn.Embedding(cfg["type_vocab"], h)
+            self.emb_norm = nn.LayerNorm(epsilon=LN_EPS, in_channels=h)
+            self.drop = nn.Dropout(DROPOUT)
+            self.encoder = nn.HybridSequential()
+            for _ in range(cfg["layers"]):
+                self.encoder.add(EncoderLayer(h, cfg["heads"], cfg["intermediate"]))
+            self.pooler = nn.Dense(h, activation="tanh", in_units=h)
+            self.nsp = nn.Dense(2, in_units=h)
+            self.mlm_transform = nn.Dense(h, flatten=False, in_units=h)
+            self.mlm_norm = nn.LayerNorm(epsilon=LN_EPS, in_channels=h)
+
+    def hybrid_forward(self, F, input_ids, token_types, word_weight, mlm_bias):
+        h, v = self.cfg["hidden"], self.cfg["vocab"]
+        positions = F.contrib.arange_like(input_ids, axis=1)
+        x = F.Embedding(input_ids, word_weight, input_dim=v, output_dim=h)
+        x = F.broadcast_add(
+            x + self.token_type(token_types), F.expand_dims(self.position(positions), 0)
+        )
+        x = self.drop(self.emb_norm(x))
+        x = self.encoder(x)
+        cls = F.squeeze(F.slice_axis(x, axis=1, begin=0, end=1), axis=1)
+        nsp_logits = self.nsp(self.pooler(cls))
+        t = self.mlm_norm(F.LeakyReLU(self.mlm_transform(x), act_type="gelu"))
+        mlm_logits = F.FullyConnected(t, word_weight, mlm_bias, num_hidden=v, flatten=False)
+        return mlm_logits, nsp_logits
+
+
+def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
+    """Same count as the PyTorch workload: matmuls only, a multiply-add = 2 FLOPs, MLM logits
+    at every position, attention 4 * S^2 * H per layer, pooler + NSP once per sequence."""
+    h, i, v, n = cfg["hidden"], cfg["intermediate"], cfg["vocab"], cfg["layers"]
+    macs_per_token = n * (4 * h * h + 2 * h * i) + h * h + h * v
+    attention = n * 4 * seq_len * seq_len * h
+    heads = 2 * (h * h + h * 2)
+    return float(2 * macs_per_token * seq_len + attention + heads)
+
+
+@mx.optimizer.register
+class TorchAdamW(mx.optimizer.Optimizer):
+    """PyTorch's AdamW on MXNet's fused `adamw_update` op (MXNet 1.9 registers no AdamW).
+
+    PyTorch: w -= lr * wd * w; w -= lr * m_hat / (sqrt(v_hat) + eps), with bias-corrected
+    moments. The op computes w -= eta * (alpha * m / (sqrt(v) + eps) + wd' * w), so
+    alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t) carries the bias correction (eps is then
+    scaled by sqrt(1 - beta2^t): a negligible difference), wd' = lr * wd, eta = 1.
+    """
+
+    def __init__(self, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8, **kw):
+        super().__init__(**kw)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+
+    def create_state(self, index, weight):
+        zeros = mx.nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
+        return zeros, zeros.copy()
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        t = self._index_update_count[index]
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        alpha = lr * math.sqrt(1 - self.beta2**t) / (1 - self.beta1**t)
+        mean, var = state
+        mx.nd.contrib.adamw_update(
+            weight, grad, mean, var, rescale_grad=self.rescale_grad, lr=alpha, eta=1.0,
+            wd=lr * wd, beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon, out=weight,
+        )  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# Workload
+# --------------------------------------------------------------------------------------------
+
+
+def build_model(args: argparse.Namespace, ctx: mx.Context) -> nn.HybridBlock:
+    net = resnet50(args.num_classes) if args.model == "resnet50" else BertForPreTraining(BERT_BASE)
+    init = mx.init.Normal(0.02) if args.model == "bert" else mx.init.Xavier(magnitude=2)
+    net.initialize(init, ctx=ctx)
+    return net
+
+
+def count_params(net: nn.HybridBlock) -> int:
+    """Trainable parameters only: BatchNorm running statistics have grad_req 'null', and are
+    not parameters in PyTorch's count either."""
+    return sum(math.prod(p.shape) for p in net.collect_params().values() if p.grad_req != "null")
+
+
+def training_flops_per_sample(args: argparse.Namespace) -> float:
+    """3 x forward (backward ~ 2 x forward); matmul/conv FLOPs only."""
+    if args.model == "resnet50":
+        return 3.0 * resnet50_forward_flops(args.num_classes, args.image_size)
+    return 3.0 * bert_forward_flops(args.seq_len)
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context):
+    b = args.batch_size
+    nd = mx.nd
+    if args.model == "resnet50":
+        images = nd.random.normal(shape=(b, 3, args.image_size, args.image_size), ctx=ctx)
+        labels = nd.random.randint(0, args.num_classes, shape=(b,), ctx=ctx).astype("float32")
+        ce = gluon.loss.SoftmaxCrossEntropyLoss()
+        # MXNet's sgd adds wd * weight to the gradient, exactly as PyTorch's SGD does.
+        trainer = gluon.Trainer(
+            net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}
+        )
+
+        def loss_fn():
+            return ce(net(images), labels).mean()
+
+    else:
+        s, vocab = args.seq_len, BERT_BASE["vocab"]
+        input_ids = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
+        token_types = nd.concat(
+            nd.zeros((b, s // 2), ctx=ctx), nd.ones((b, s - s // 2), ctx=ctx), dim=1
+        )
+        masked = nd.random.uniform(shape=(b, s), ctx=ctx) < 0.15
+        masked[:, min(1, s - 1)] = 1
+        mlm_targets = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
+        nsp_labels = nd.random.randint(0, 2, shape=(b,), ctx=ctx).astype("float32")
+        trainer = gluon.Trainer(
+            net.collect_params(), "torchadamw",
+            {"learning_rate": 1e-4, "wd": 0.01, "epsilon": 1e-8, "beta1": 0.9, "beta2": 0.999},
+        )  # fmt: skip
+
+        def loss_fn():
+            mlm_logits, nsp_logits = net(input_ids, token_types)
+            logp = nd.log_softmax(mlm_logits, axis=-1)
+            picked = nd.pick(logp, mlm_targets, axis=-1)
+            mlm = -(picked * masked).sum() / masked.sum()  # mean over the masked positions
+            nsp = -nd.pick(nd.log_softmax(nsp_logits, axis=-1), nsp_labels, axis=-1).mean()
+            return mlm + nsp
+
+    def step():
+        with autograd.record():
+            loss = loss_fn()
+        loss.backward()
+        trainer.step(1)  # the loss is already a mean: no further rescaling
+        return loss
+
+    return step
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", choices=("resnet50", "bert"), required=True)
+    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--xla", action="store_true", help="hybridize(static_alloc, static_shape)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, help="OMP threads (set before MXNet starts)")
+    p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
+    args = p.parse_args(argv)
+    if args.batch_size < 1 or args.steps < 0:
+        p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
+        p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    t_launch = time.monotonic()
+    args = parse_args(argv)
+    path = os.environ.get("DLPERF_EVENTS")
+    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+
+    def emit(**event: object) -> None:
+        if events is not None:
+            events.write(json.dumps(event) + "\n")
+            events.flush()
+
+    if args.describe:
+        net = build_model(args, mx.cpu())
+        info = {
+            "params": count_params(net),
+            "flops_per_sample": training_flops_per_sample(args),
+            "framework_version": mx.__version__,
+        }
+        print(json.dumps(info), flush=True)
+        return 0
+
+    if args.device == "cuda" and mx.context.num_gpus() == 0:
+        print(f"error: --device cuda asked for, but MXNet {mx.__version__} sees no GPU",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return 2
+    if args.precision == "amp" and args.device == "cpu":
+        reason = (
+            "MXNet 1.9 AMP converts to float16 on GPUs only; its CPU bfloat16 path needs a "
+            "oneDNN bf16 build and is not part of the pip wheel's supported AMP lists"
+        )
+        emit(event="unsupported", reason=reason)
+        print(f"unsupported: {reason}", flush=True)
+        return 4
+    ctx = mx.gpu(0) if args.device == "cuda" else mx.cpu()
+    mx.random.seed(args.seed)
+    amp_dtype = None
+    if args.precision == "amp":
+        from mxnet.contrib import amp
+
+        amp.init()
+        amp_dtype = "float16"
+    net = build_model(args, ctx)
+    if args.xla:
+        net.hybridize(static_alloc=True, static_shape=True)
+    step = make_step(args, net, ctx)
+    params = count_params(net)
+    flops = training_flops_per_sample(args)
+    device_name = cpu_name() if args.device == "cpu" else f"GPU {ctx.device_id}"
+    emit(
+        event="start",
+        framework="mxnet",
+        framework_version=mx.__version__,
+        python=platform.python_version(),
+        device=args.device,
+        device_name=device_name,
+        model=args.model,
+        params=params,
+        flops_per_sample=flops,
+        precision=args.precision,
+        amp_dtype=amp_dtype,
+        xla=args.xla,
+        batch_size=args.batch_size,
+    )
+    shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
+    print(
+        f"mxnet {mx.__version__} {args.model}: {params:,} params, "
+        f"{flops / 1e9:.2f} GFLOPs/sample (train), batch {args.batch_size}, {shape}, "
+        f"{args.precision}{', hybridized' if args.xla else ''}, {args.device} ({device_name}), "
+        f"{args.steps} steps",
+        flush=True,
+    )
+    mx.nd.waitall()
+    ready = time.monotonic()
+    emit(event="ready", time=ready)
+    print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
+    prev = ready
+    for i in range(1, args.steps + 1):
+        loss_nd = step()
+        # The engine is asynchronous: wait for the whole step (update included), then read.
+        mx.nd.waitall()
+        loss = float(loss_nd.asscalar())
+        now = time.monotonic()
+        emit(event="step", step=i, time=now, samples=args.batch_size,
+             loss=loss if math.isfinite(loss) else None)  # fmt: skip
+        print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
+        prev = now
+    end = time.monotonic()
+    emit(event="end", time=end)
+    if args.steps:
+        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
+    if events is not None:
+        events.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
