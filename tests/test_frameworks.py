@@ -15,13 +15,27 @@ from dlperf.envs import ensure_env
 from dlperf.runner import resolve_spec, run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
 
-pytestmark = pytest.mark.framework
+FRAMEWORKS = ["pytorch", "tensorflow", "paddle", "mxnet", "oneflow"]
 
 
-FRAMEWORKS = ["pytorch", "tensorflow", "paddle"]
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_host_adapter_is_pinned_and_builds_the_common_command(name):
+    """Fast: no framework is imported on the host."""
+    adapter = get_adapter(name)
+    for device in ("cpu", "cuda"):
+        reqs = adapter.env_spec(device).requirements
+        assert reqs and all("==" in r for r in reqs), reqs
+    spec = resolve_spec(name, "bert", preset="smoke", overrides={"xla": True, "precision": "amp"})
+    argv = adapter.command(spec, "python").argv
+    assert argv[1].endswith("workload.py")
+    assert argv[argv.index("--model") + 1] == "bert" and "--xla" in argv
+    assert argv[argv.index("--precision") + 1] == "amp"
+    assert argv[argv.index("--seq-len") + 1] == "32"
 
 
-@pytest.fixture(scope="module", params=FRAMEWORKS)
+@pytest.fixture(
+    scope="module", params=[pytest.param(f, marks=pytest.mark.framework) for f in FRAMEWORKS]
+)
 def framework(request):
     ensure_env(get_adapter(request.param).env_spec("cpu"))
     return request.param

@@ -1,0 +1,690 @@
+"""OneFlow training workload for dlperf: ResNet50-v1.5 or BERT-base pretraining, synthetic data.
+
+Runs inside the adapter's isolated virtual env and imports only oneflow, numpy (a oneflow
+dependency, used to make the synthetic batch) and the standard library. It follows the dlperf
+events contract: JSON lines written to the file named by $DLPERF_EVENTS ("start", "ready", one
+"step" per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
+
+OneFlow's eager engine is asynchronous (ops are queued to a virtual machine): each step's
+timestamp is taken only after the loss has been read back to a Python float.
+
+Usage:
+    python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
+    python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import numpy as np
+import oneflow as flow
+import oneflow.nn.functional as F
+from oneflow import nn
+
+RESNET50_PARAMS = 25_557_032  # at 1000 classes, same as torchvision's resnet50
+BERT_BASE_PARAMS = 110_106_428  # BertForPreTraining, tied MLM decoder counted once
+UNSUPPORTED_EXIT = 4
+
+# --------------------------------------------------------------------------------------------
+# ResNet50-v1.5
+# --------------------------------------------------------------------------------------------
+
+STAGES = ((64, 3), (128, 4), (256, 6), (512, 3))  # (width, blocks)
+EXPANSION = 4
+
+
+class Bottleneck(nn.Module):
+    """1x1 reduce, 3x3 (carries the stride: the v1.5 change), 1x1 expand, plus the shortcut."""
+
+    def __init__(self, in_ch: int, width: int, stride: int) -> None:
+        super().__init__()
+        out_ch = width * EXPANSION
+        self.conv1 = nn.Conv2d(in_ch, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, out_ch, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(out_ch)
+        self.relu = nn.ReLU()
+        self.downsample = None
+        if stride != 1 or in_ch != out_ch:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(in_ch, out_ch, 1, stride=stride, bias=False), nn.BatchNorm2d(out_ch)
+            )
+
+    def forward(self, x: flow.Tensor) -> flow.Tensor:
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + identity)
+
+
+class ResNet50(nn.Module):
+    def __init__(self, num_classes: int = 1000) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU()
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        stages = []
+        in_ch = 64
+        for i, (width, blocks) in enumerate(STAGES):
+            layers = []
+            for b in range(blocks):
+                stride = 2 if (b == 0 and i > 0) else 1
+                layers.append(Bottleneck(in_ch, width, stride))
+                in_ch = width * EXPANSION
+            stages.append(nn.Sequential(*layers))
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(in_ch, num_classes)
+
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+        # Zero-init the last BN gamma of each block (as NVIDIA's reference does), like the
+        # PyTorch workload. Cost is unaffected.
+        for m in self.modules():
+            if isinstance(m, Bottleneck):
+                nn.init.zeros_(m.bn3.weight)
+
+    def forward(self, x: flow.Tensor) -> flow.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(flow.flatten(self.avgpool(x), 1))
+
+
+def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
+    """Forward FLOPs of one sample, counting only convolutions and the final fc layer.
+
+    The same count as the PyTorch workload (which walks the model with forward hooks), done here
+    by walking the identical architecture analytically: a multiply-add counts as 2 FLOPs,
+    conv = 2 * Cin * kh * kw * Cout * Hout * Wout, linear = 2 * in * out. BN, ReLU, pooling and
+    the residual adds are ignored. At 224x224 this is ~8.2 GFLOPs.
+    """
+    total = 0
+    size = _conv_out(image_size, 7, 2, 3)
+    total += 2 * 3 * 7 * 7 * 64 * size * size
+    size = _conv_out(size, 3, 2, 1)  # max pool
+    in_ch = 64
+    for i, (width, blocks) in enumerate(STAGES):
+        out_ch = width * EXPANSION
+        for b in range(blocks):
+            stride = 2 if (b == 0 and i > 0) else 1
+            out_size = _conv_out(size, 3, stride, 1)
+            total += 2 * in_ch * width * size * size  # conv1 1x1, stride 1
+            total += 2 * width * 9 * width * out_size * out_size  # conv2 3x3, strided
+            total += 2 * width * out_ch * out_size * out_size  # conv3 1x1
+            if stride != 1 or in_ch != out_ch:
+                ds_size = _conv_out(size, 1, stride, 0)
+                total += 2 * in_ch * out_ch * ds_size * ds_size
+            size = out_size
+            in_ch = out_ch
+    total += 2 * in_ch * num_classes
+    return float(total)
+
+
+# --------------------------------------------------------------------------------------------
+# BERT-base pretraining (MLM + NSP heads)
+# --------------------------------------------------------------------------------------------
+
+BERT_BASE = {
+    "vocab": 30522,
+    "hidden": 768,
+    "layers": 12,
+    "heads": 12,
+    "intermediate": 3072,
+    "max_positions": 512,
+    "type_vocab": 2,
+}
+LN_EPS = 1e-12
+DROPOUT = 0.1
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, hidden: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.scale = 1.0 / math.sqrt(hidden // heads)
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.attn_dropout = nn.Dropout(DROPOUT)
+
+    def forward(self, x: flow.Tensor, attn_mask: flow.Tensor | None) -> flow.Tensor:
+        b, s, h = x.shape
+
+        def split(t: flow.Tensor) -> flow.Tensor:  # [B, S, H] -> [B, heads, S, H/heads]
+            return t.reshape(b, s, self.heads, h // self.heads).transpose(1, 2)
+
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        # OneFlow 0.9 has no fused scaled_dot_product_attention: the same math, written out.
+        scores = flow.matmul(q, k.transpose(-2, -1)) * self.scale
+        if attn_mask is not None:
+            scores = scores + (1.0 - attn_mask.to(scores.dtype)) * -10000.0
+        probs = self.attn_dropout(flow.softmax(scores, dim=-1))
+        ctx = flow.matmul(probs, v)
+        return ctx.transpose(1, 2).reshape(b, s, h)
+
+
+class EncoderLayer(nn.Module):
+    """Post-LN transformer layer, as in the original BERT."""
+
+    def __init__(self, hidden: int, heads: int, intermediate: int) -> None:
+        super().__init__()
+        self.attention = SelfAttention(hidden, heads)
+        self.attn_out = nn.Linear(hidden, hidden)
+        self.attn_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        self.intermediate = nn.Linear(hidden, intermediate)
+        self.output = nn.Linear(intermediate, hidden)
+        self.out_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        self.dropout = nn.Dropout(DROPOUT)
+
+    def forward(self, x: flow.Tensor, attn_mask: flow.Tensor | None) -> flow.Tensor:
+        x = self.attn_norm(x + self.dropout(self.attn_out(self.attention(x, attn_mask))))
+        y = self.output(F.gelu(self.intermediate(x)))
+        return self.out_norm(x + self.dropout(y))
+
+
+class BertForPreTraining(nn.Module):
+    def __init__(self, cfg: dict[str, int]) -> None:
+        super().__init__()
+        hidden = cfg["hidden"]
+        self.vocab = cfg["vocab"]
+        self.word_embeddings = nn.Embedding(cfg["vocab"], hidden)
+        self.position_embeddings = nn.Embedding(cfg["max_positions"], hidden)
+        self.token_type_embeddings = nn.Embedding(cfg["type_vocab"], hidden)
+        self.emb_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        self.emb_dropout = nn.Dropout(DROPOUT)
+        self.layers = nn.ModuleList(
+            [EncoderLayer(hidden, cfg["heads"], cfg["intermediate"]) for _ in range(cfg["layers"])]
+        )
+        self.pooler = nn.Linear(hidden, hidden)
+        self.nsp = nn.Linear(hidden, 2)
+        self.mlm_transform = nn.Linear(hidden, hidden)
+        self.mlm_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        # The MLM decoder's weight is the word-embedding matrix (tied); only its bias is new.
+        self.mlm_bias = nn.Parameter(flow.zeros(cfg["vocab"]))
+
+        for m in self.modules():  # BERT's init: N(0, 0.02) weights, zero biases, unit LN
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+            if isinstance(m, nn.Linear):
+                nn.init.zeros_(m.bias)
+
+    def forward(
+        self,
+        input_ids: flow.Tensor,
+        token_type_ids: flow.Tensor,
+        position_ids: flow.Tensor,
+        attn_mask: flow.Tensor | None,
+    ) -> tuple[flow.Tensor, flow.Tensor]:
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(position_ids)
+            + self.token_type_embeddings(token_type_ids)
+        )
+        x = self.emb_dropout(self.emb_norm(x))
+        for layer in self.layers:
+            x = layer(x, attn_mask)
+        nsp_logits = self.nsp(flow.tanh(self.pooler(x[:, 0])))
+        h = self.mlm_norm(F.gelu(self.mlm_transform(x)))
+        b, s, hidden = h.shape
+        mlm_logits = flow.matmul(h.reshape(b * s, hidden), self.word_embeddings.weight.t())
+        return mlm_logits + self.mlm_bias, nsp_logits  # [B*S, vocab], [B, 2]
+
+
+def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
+    """Forward FLOPs of one sequence of `seq_len` tokens, counting only matrix multiplications:
+    the same formula as the PyTorch workload (see its docstring).
+
+    Per token: each encoder layer's Q, K, V, output projections (4 H^2) and feed-forward pair
+    (2 H I); the MLM transform (H^2) and tied decoder (H V) at every position. Attention adds
+    4 S^2 H FLOPs per layer. Pooler and NSP head run once per sequence.
+    """
+    h, i, v, n = cfg["hidden"], cfg["intermediate"], cfg["vocab"], cfg["layers"]
+    macs_per_token = n * (4 * h * h + 2 * h * i) + h * h + h * v
+    attention = n * 4 * seq_len * seq_len * h
+    heads = 2 * (h * h + h * 2)
+    return float(2 * macs_per_token * seq_len + attention + heads)
+
+
+# --------------------------------------------------------------------------------------------
+# Workload
+# --------------------------------------------------------------------------------------------
+
+
+def count_params(model: nn.Module) -> int:
+    """Unique parameters: a shared (tied) tensor is counted once."""
+    seen: set[int] = set()
+    total = 0
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel()
+    return total
+
+
+def build_model(args: argparse.Namespace) -> nn.Module:
+    if args.model == "resnet50":
+        return ResNet50(args.num_classes)
+    return BertForPreTraining(BERT_BASE)
+
+
+def training_flops_per_sample(args: argparse.Namespace) -> float:
+    """Training FLOPs per sample = 3 x forward (the backward pass costs ~2x the forward)."""
+    if args.model == "resnet50":
+        return 3.0 * resnet50_forward_flops(args.num_classes, args.image_size)
+    return 3.0 * bert_forward_flops(args.seq_len)
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def cpu_native_bf16() -> bool | None:
+    """Whether the CPU has bf16 matmul instructions; None if /proc/cpuinfo cannot tell."""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith(("flags", "Features")):
+                flags = set(line.split(":", 1)[1].split())
+                return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    return None
+
+
+def amp_problem(device: str) -> str | None:
+    """Why autocast cannot run on `device` with this OneFlow build, or None if it can.
+
+    CUDA: fp16 autocast. CPU: bf16 autocast, probed with a tiny matmul whose output must come
+    out in bfloat16 (a no-op autocast would silently run fp32 labelled as amp)."""
+    dtype = flow.float16 if device == "cuda" else flow.bfloat16
+    if not hasattr(flow, "autocast"):
+        return f"oneflow {flow.__version__} has no oneflow.autocast"
+    try:
+        a = flow.randn(4, 4, device=device, requires_grad=True)
+        lin = nn.Linear(4, 4).to(device)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with flow.autocast(device, dtype=dtype):
+                out = lin(a)
+        got = out.dtype
+        out.float().sum().backward()
+        float(a.grad.sum().numpy())
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return (
+            f"oneflow {flow.__version__}: {dtype} autocast on {device} fails: "
+            f"{type(exc).__name__}: {first}"[:500]
+        )
+    if got != dtype:
+        said = "; ".join(str(w.message) for w in caught)
+        return (
+            f"oneflow {flow.__version__}: autocast({device!r}, dtype={dtype}) is a no-op here "
+            f"(a Linear under it returns {got}{'; oneflow says: ' + said if said else ''}); "
+            "refusing to label fp32 as amp"
+        )[:500]
+    return None
+
+
+class DynamicLossScaler:
+    """Eager fp16 loss scaling (OneFlow 0.9's flow.amp.GradScaler only configures nn.Graph):
+    the torch.amp.GradScaler recipe. Unscale the gradients, skip the update and halve the scale
+    on inf/NaN, double the scale after 2000 clean steps."""
+
+    def __init__(self, model: nn.Module, init_scale: float = 2.0**16) -> None:
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.scale = init_scale
+        self.clean_steps = 0
+
+    def step(self, optimizer: Any) -> None:
+        grads = [p.grad for p in self.params if p.grad is not None]
+        for g in grads:
+            g.mul_(1.0 / self.scale)
+        finite = bool(flow.stack([flow.isfinite(g).all() for g in grads]).all().item())
+        if finite:
+            optimizer.step()
+            self.clean_steps += 1
+            if self.clean_steps == 2000:
+                self.scale, self.clean_steps = self.scale * 2.0, 0
+        else:
+            self.scale, self.clean_steps = self.scale * 0.5, 0
+
+
+def make_step(
+    args: argparse.Namespace, model: nn.Module, device: flow.device
+) -> tuple[Callable[[], flow.Tensor], Any]:
+    """Create the synthetic batch (once, on the device), the optimizer and the step function.
+
+    step() runs one forward/backward/update and returns the loss tensor, not yet read back.
+    With --xla the step is one nn.Graph call (forward, backward and the optimizer update all
+    compiled into the graph); otherwise it is eager OneFlow.
+    """
+    rng = np.random.RandomState(args.seed)
+    b = args.batch_size
+    if args.model == "resnet50":
+        images_np = rng.standard_normal((b, 3, args.image_size, args.image_size))
+        images = flow.tensor(images_np.astype(np.float32), device=device)
+        labels = flow.tensor(rng.randint(0, args.num_classes, (b,)), dtype=flow.int64,
+                             device=device)  # fmt: skip
+        optimizer = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        criterion = nn.CrossEntropyLoss()
+
+        def loss_fn(m: nn.Module) -> flow.Tensor:
+            return criterion(m(images), labels)
+
+    else:
+        s = args.seq_len
+        vocab = BERT_BASE["vocab"]
+        input_ids_np = rng.randint(0, vocab, (b, s))
+        token_types_np = np.zeros((b, s), dtype=np.int64)
+        token_types_np[:, s // 2 :] = 1
+        attention_mask_np = np.ones((b, s), dtype=np.int64)
+        # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
+        masked = rng.random_sample((b, s)) < 0.15
+        masked[:, min(1, s - 1)] = True
+        mlm_labels_np = np.where(masked, rng.randint(0, vocab, (b, s)), -100)
+        nsp_labels_np = rng.randint(0, 2, (b,))
+
+        def to_dev(a: np.ndarray) -> flow.Tensor:
+            return flow.tensor(a.astype(np.int64), dtype=flow.int64, device=device)
+
+        input_ids, token_types, mlm_labels, nsp_labels = (
+            to_dev(a) for a in (input_ids_np, token_types_np, mlm_labels_np, nsp_labels_np)
+        )
+        position_ids = to_dev(np.broadcast_to(np.arange(s), (b, s)).copy())
+        # The mask is all ones, so attention needs none (kept general for a padded batch).
+        attn_mask = None
+        if not attention_mask_np.all():
+            attn_mask = flow.tensor(
+                attention_mask_np[:, None, None, :].astype(np.float32), device=device
+            )
+        optimizer = flow.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+        mlm_criterion = nn.CrossEntropyLoss(ignore_index=-100)
+        nsp_criterion = nn.CrossEntropyLoss()
+
+        def loss_fn(m: nn.Module) -> flow.Tensor:
+            mlm_logits, nsp_logits = m(input_ids, token_types, position_ids, attn_mask)
+            mlm = mlm_criterion(mlm_logits, mlm_labels.reshape(-1))
+            return mlm + nsp_criterion(nsp_logits, nsp_labels)
+
+    amp = args.precision == "amp"
+    amp_dtype = flow.float16 if device.type == "cuda" else flow.bfloat16
+
+    def autocast() -> Any:
+        return flow.autocast(device.type, dtype=amp_dtype) if amp else contextlib.nullcontext()
+
+    # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
+    use_scaler = amp and device.type == "cuda"
+
+    if args.xla:
+        # oneflow.nn.Graph: the static-graph (lazy) mode. build() holds forward, backward and
+        # the optimizer update; the graph is compiled on its first call (inside step 1, which
+        # the harness's warm-up window absorbs).
+        class TrainGraph(nn.Graph):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+                self.add_optimizer(optimizer)
+                if amp:
+                    self.config.enable_amp(True)
+                if use_scaler:
+                    self.set_grad_scaler(
+                        flow.amp.GradScaler(
+                            init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+                            growth_interval=2000,
+                        )
+                    )  # fmt: skip
+
+            def build(self) -> flow.Tensor:
+                loss = loss_fn(self.model)
+                loss.backward()
+                return loss
+
+        graph = TrainGraph()
+
+        def step() -> flow.Tensor:
+            return graph()
+
+        return step, optimizer
+
+    scaler = DynamicLossScaler(model) if use_scaler else None
+
+    def eager_step() -> flow.Tensor:
+        optimizer.zero_grad()
+        with autocast():
+            loss = loss_fn(model)
+        if scaler is not None:
+            (loss * scaler.scale).backward()
+            scaler.step(optimizer)
+        else:
+            loss.backward()
+            optimizer.step()
+        return loss
+
+    return eager_step, optimizer
+
+
+def first_weight(model: nn.Module) -> flow.Tensor:
+    return next(iter(model.parameters()))
+
+
+def graph_problem(args: argparse.Namespace, device: flow.device) -> str | None:
+    """Check on a tiny model that an nn.Graph training step really updates the weights here
+    (an earlier test saw nn.Graph print the same loss step after step on a CPU build)."""
+    try:
+        flow.manual_seed(args.seed)
+        lin = nn.Linear(8, 4).to(device)
+        opt = flow.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+        x = flow.randn(16, 8, device=device)
+        y = flow.tensor(np.arange(16) % 4, dtype=flow.int64, device=device)
+        crit = nn.CrossEntropyLoss()
+
+        class Probe(nn.Graph):
+            def __init__(self) -> None:
+                super().__init__()
+                self.lin = lin
+                self.add_optimizer(opt)
+
+            def build(self) -> flow.Tensor:
+                loss = crit(self.lin(x), y)
+                loss.backward()
+                return loss
+
+        probe = Probe()
+        before = lin.weight.numpy().copy()
+        losses = [float(probe().numpy()) for _ in range(3)]
+        after = lin.weight.numpy().copy()
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"oneflow.nn.Graph training fails here: {type(exc).__name__}: {first}"[:500]
+    if np.array_equal(before, after) or len(set(losses)) == 1:
+        return (
+            f"oneflow {flow.__version__} nn.Graph training does not update the weights on "
+            f"{device.type} (losses {losses}, weight unchanged: {np.array_equal(before, after)})"
+        )
+    return None
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", choices=("resnet50", "bert"), required=True)
+    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--xla", action="store_true", help="train through oneflow.nn.Graph")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, help="CPU threads (set by the adapter via OMP env)")
+    p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
+    args = p.parse_args(argv)
+    if args.batch_size < 1 or args.steps < 0:
+        p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
+        p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    t_launch = time.monotonic()
+    args = parse_args(argv)
+
+    if args.describe:
+        model = build_model(args)
+        info = {
+            "params": count_params(model),
+            "flops_per_sample": training_flops_per_sample(args),
+            "framework_version": flow.__version__,
+        }
+        print(json.dumps(info), flush=True)
+        return 0
+
+    if args.device == "cuda" and not flow.cuda.is_available():
+        print(f"error: --device cuda asked for, but oneflow.cuda.is_available() is False "
+              f"(oneflow {flow.__version__})", file=sys.stderr, flush=True)  # fmt: skip
+        return 2
+    device = flow.device(args.device)
+
+    path = os.environ.get("DLPERF_EVENTS")
+    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+
+    def emit(**event: object) -> None:
+        if events is not None:
+            events.write(json.dumps(event) + "\n")
+            events.flush()
+
+    def unsupported(reason: str) -> int:
+        emit(event="unsupported", reason=reason)
+        print(f"unsupported: {reason}", flush=True)
+        if events is not None:
+            events.close()
+        return UNSUPPORTED_EXIT
+
+    amp_dtype = None
+    if args.precision == "amp":
+        amp_dtype = "float16" if device.type == "cuda" else "bfloat16"
+        if args.xla and device.type == "cpu":
+            return unsupported(
+                "oneflow.nn.Graph AMP (config.enable_amp) targets CUDA fp16 only; no bf16 graph "
+                "AMP on CPU"
+            )
+        problem = amp_problem(device.type)
+        if problem:
+            return unsupported(problem)
+    if args.xla:
+        problem = graph_problem(args, device)
+        if problem:
+            return unsupported(problem)
+
+    flow.manual_seed(args.seed)
+    model = build_model(args).to(device)
+    model.train()
+    params = count_params(model)
+    flops = training_flops_per_sample(args)
+    device_name = cpu_name()
+    if device.type == "cuda":
+        with contextlib.suppress(Exception):
+            device_name = flow.cuda.get_device_name(device.index or 0)
+    native_bf16 = cpu_native_bf16() if device.type == "cpu" else None
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    threads = args.threads or (int(omp) if omp.isdigit() else None)
+
+    emit(
+        event="start",
+        framework="oneflow",
+        framework_version=flow.__version__,
+        python=platform.python_version(),
+        device=device.type,
+        device_name=device_name,
+        model=args.model,
+        params=params,
+        flops_per_sample=flops,
+        precision=args.precision,
+        amp_dtype=amp_dtype,
+        xla=args.xla,
+        batch_size=args.batch_size,
+        threads=threads,
+        tf32=False if device.type == "cuda" else None,
+        cpu_native_bf16=native_bf16,
+    )
+    shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
+    print(
+        f"oneflow {flow.__version__} {args.model}: {params:,} params, "
+        f"{flops / 1e9:.2f} GFLOPs/sample (train), batch {args.batch_size}, {shape}, "
+        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
+        f"{', nn.Graph' if args.xla else ', eager'}, {device.type} ({device_name}), "
+        f"{threads or 'default'} threads, {args.steps} steps",
+        flush=True,
+    )
+    if amp_dtype == "bfloat16" and native_bf16 is False:
+        print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
+              "autocast is emulated and usually much slower than fp32", flush=True)  # fmt: skip
+
+    step, _optimizer = make_step(args, model, device)
+
+    def sync() -> None:
+        if device.type == "cuda":
+            flow.cuda.synchronize()
+
+    sync()
+    ready = time.monotonic()
+    emit(event="ready", time=ready)
+    print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
+
+    prev = ready
+    for i in range(1, args.steps + 1):
+        try:
+            loss_t = step()
+        except Exception as exc:
+            if i == 1 and args.xla:  # the graph compilation itself failed: not a crash to time
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                return unsupported(
+                    f"oneflow.nn.Graph failed on {args.model}: {type(exc).__name__}: {first}"[:500]
+                )
+            raise
+        # .item() copies the loss back to the host: OneFlow's engine is asynchronous, so only
+        # then has the step truly finished and the timestamp can be taken.
+        loss = float(loss_t.item())
+        sync()
+        now = time.monotonic()
+        emit(event="step", step=i, time=now, samples=args.batch_size,
+             loss=loss if math.isfinite(loss) else None)  # fmt: skip
+        print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
+        prev = now
+
+    end = time.monotonic()
+    emit(event="end", time=end)
+    if args.steps:
+        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
+    if events is not None:
+        events.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
