@@ -75,12 +75,9 @@ def test_smoke_run_trains_and_reports_the_model(tmp_path, framework, model, para
         assert events[-1]["event"] == "end"
 
 
-def test_parameter_counts_do_not_depend_on_shapes(env):
-    script = (
-        get_adapter("pytorch")
-        .command(resolve_spec("pytorch", "resnet50", preset="smoke"), str(env.python))
-        .argv[1]
-    )
+def test_parameter_counts_do_not_depend_on_shapes(framework, env):
+    spec = resolve_spec(framework, "resnet50", preset="smoke")
+    script = get_adapter(framework).command(spec, str(env.python)).argv[1]
     for model, shape in (("resnet50", ["--image-size", "32"]), ("bert", ["--seq-len", "16"])):
         out = subprocess.run(
             [str(env.python), script, "--model", model, "--batch-size", "1", "--steps", "1",
