@@ -14,8 +14,8 @@ from dlperf.adapter import Adapter
 
 ADAPTER_MODULES: dict[str, str] = {
     "calibration": "dlperf.adapters.calibration",
-    "oneflow": "dlperf.adapters.oneflow",
     "mxnet": "dlperf.adapters.mxnet",
+    "oneflow": "dlperf.adapters.oneflow",
     "paddle": "dlperf.adapters.paddle",
     "pytorch": "dlperf.adapters.pytorch",
     "tensorflow": "dlperf.adapters.tensorflow",
