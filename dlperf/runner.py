@@ -319,8 +319,9 @@ def build_result(
     achieved = peak = mfu = None
     peak_source = None
     if ok:
-        throughput = summary_stats([r.throughput for r in ok], "samples/s")
-        warnings += noise_warnings(summarize(throughput.values))
+        summary = summarize([r.throughput for r in ok])
+        throughput = SummaryStats(unit="samples/s", **dataclasses.asdict(summary))
+        warnings += noise_warnings(summary)
         step_means = [
             1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step) for r in ok
         ]
