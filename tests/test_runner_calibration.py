@@ -78,6 +78,16 @@ def test_garbage_lines_are_skipped_and_nothing_is_lost(tmp_path):
         assert r.warnings == ["12 malformed event line(s) ignored"]
 
 
+def test_marks_that_disagree_with_the_host_clock_are_flagged(tmp_path):
+    # The marks claim the window took half the time the step lines took to arrive.
+    s = spec(options={"step_ms": "20", "clock_scale": "0.5"}, repeats=1)
+    result, _ = run_benchmark(s, tmp_path)
+    (r,) = result.repeats
+    assert r.throughput == pytest.approx(1000.0, rel=0.02)
+    assert r.observed_elapsed_s == pytest.approx(0.2, abs=0.05)
+    assert any("may not wait for the device" in w for w in r.warnings)
+
+
 def test_flops_give_achieved_flops_and_mfu_against_the_cpu_peak(tmp_path):
     s = spec(options={"step_ms": "20", "flops_per_sample": "1e6"})
     result, _ = run_benchmark(s, tmp_path)
@@ -96,7 +106,7 @@ def test_bad_input_is_refused_before_anything_runs():
         resolve_spec("calibration", "pace", overrides={"batch_size": 0})
     with pytest.raises(DlperfError, match="measure"):
         resolve_spec("calibration", "pace", overrides={"measure": 0})
-    with pytest.raises(DlperfError, match="valid keys: crash_at_step"):
+    with pytest.raises(DlperfError, match="valid keys: clock_scale, crash_at_step"):
         resolve_spec("calibration", "pace", overrides={"options": {"nope": "1"}})
     with pytest.raises(DlperfError, match="choose one of: dlperf, smoke"):
         resolve_spec("calibration", "pace", preset="huge")

@@ -21,6 +21,7 @@ OPTIONS = {
     "exit_at_step": "exit cleanly (status 0) when step K starts, before the window is complete",
     "garbage_every": "write a malformed line among the events after every K-th step",
     "flops_per_sample": "model FLOPs per sample to report (exercises the MFU path)",
+    "clock_scale": "scale the step marks' times by F, as a workload timing the wrong thing would",
 }
 
 

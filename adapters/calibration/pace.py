@@ -34,6 +34,7 @@ def main() -> int:
     p.add_argument("--exit-at-step", type=int)
     p.add_argument("--garbage-every", type=int)
     p.add_argument("--flops-per-sample", type=float, default=0.0)
+    p.add_argument("--clock-scale", type=float, default=1.0)
     a = p.parse_args()
 
     path = os.environ.get("DLPERF_EVENTS")
@@ -72,7 +73,8 @@ def main() -> int:
             while True:
                 time.sleep(3600)
         wait_until(ready + step * period)
-        emit(event="step", step=step, time=time.monotonic(), samples=a.batch_size, loss=1.0 / step)
+        mark = ready + (time.monotonic() - ready) * a.clock_scale
+        emit(event="step", step=step, time=mark, samples=a.batch_size, loss=1.0 / step)
         print(f"step {step}/{a.steps}", flush=True)
         if a.garbage_every and step % a.garbage_every == 0:
             if events:
