@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dlperf.envs import EnvSpec
 from dlperf.events import ParsedRun, parse_events
-from dlperf.schema import BenchmarkSpec
+from dlperf.schema import BenchmarkSpec, SourceInfo
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,13 @@ class Adapter(ABC):
     def command(self, spec: BenchmarkSpec, python: str) -> Command:
         """The workload command. The runner adds DLPERF_EVENTS=<file> to its environment."""
 
-    def parse(self, log_text: str, events_text: str) -> ParsedRun:
+    def parse(self, spec: BenchmarkSpec, log_text: str, events_text: str) -> ParsedRun:
         """Step marks of one repeat. Built-in workloads write events; official ones override."""
         return parse_events(events_text)
+
+    def source_info(self) -> SourceInfo | None:
+        """The upstream code this adapter runs, recorded in every result (official only)."""
+        return None
 
 
 class WorkloadScriptAdapter(Adapter):

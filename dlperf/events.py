@@ -48,6 +48,8 @@ class ParsedRun:
     unsupported: str | None = None
     malformed: int = 0
     notes: list[str] = field(default_factory=list)
+    failure: str | None = None  # the output shows the run died (OOM, NaN loss, traceback)
+    what: str = "events"  # what the marks were read from, for messages
 
 
 def parse_events(text: str) -> ParsedRun:

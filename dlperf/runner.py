@@ -25,6 +25,7 @@ from dlperf.adapters import get_adapter
 from dlperf.envs import Env, ensure_env
 from dlperf.events import EVENTS_ENV, ParsedRun
 from dlperf.models import PRESETS, get_model, preset_values
+from dlperf.official import prepare_official
 from dlperf.proc import run_process, tail
 from dlperf.schema import (
     BenchmarkSpec,
@@ -35,10 +36,18 @@ from dlperf.schema import (
     RepeatStatus,
     Result,
     ResultStatus,
+    SourceInfo,
     SummaryStats,
     Window,
 )
-from dlperf.stats import TooFewSteps, noise_warnings, summarize, window_throughput
+from dlperf.sources import find_manifest
+from dlperf.stats import (
+    TooFewSteps,
+    WindowThroughput,
+    noise_warnings,
+    summarize,
+    window_throughput,
+)
 from dlperf.store import result_dir, write_result
 
 STEP_LINE = re.compile(r"step (\d+)/")
@@ -69,12 +78,19 @@ def resolve_spec(
         raise DlperfError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     p = preset_values(model, preset)
+    window = {"skip": p.skip, "measure": p.measure}
+    if given.get("impl") == "official":
+        # The upstream's own log cadence sets the window DLPerf measured it with.
+        manifest = find_manifest(framework, model, given.get("source"))
+        given["source"] = manifest.name
+        window = {"skip": manifest.window.skip, "measure": manifest.window.measure}
+    elif given.get("source"):
+        raise DlperfError("--source names an official implementation; add --impl official")
     fields = {
         "framework": framework,
         "model": model,
         "preset": preset,
-        "skip": p.skip,
-        "measure": p.measure,
+        **window,
         "repeats": p.repeats,
         "image_size": p.image_size,
         "seq_len": p.seq_len,
@@ -96,6 +112,14 @@ def resolve_spec(
 
 
 def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
+    """What the adapter can run; official implementations are checked by their manifest."""
+    if spec.impl == "official":
+        if spec.options:
+            raise DlperfError(
+                "--set options belong to dlperf's own workloads; an official implementation "
+                "takes its settings from its manifest"
+            )
+        return
     if spec.impl not in adapter.impls:
         raise DlperfError(
             f"{adapter.name} has no {spec.impl!r} implementation; "
@@ -109,11 +133,38 @@ def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
             f"unknown --set key(s) for {adapter.name} {spec.model}: {', '.join(unknown)}; "
             f"valid keys: {valid}"
         )
+
+
+def check_runnable(spec: BenchmarkSpec) -> None:
+    """What this version can launch (importing logs of bigger runs is fine)."""
     if spec.world_size > 1:
         raise DlperfError(
             f"{spec.nodes} node(s) x {spec.devices_per_node} device(s): multi-device launchers "
-            "are not available yet; run with --nodes 1 --devices-per-node 1"
+            "are not available yet; run with --nodes 1 --devices-per-node 1 (`--dry-run` "
+            "prints an official implementation's per-node commands for any size)"
         )
+
+
+@dataclass(frozen=True)
+class OfficialOptions:
+    """Where an official implementation's code and data come from."""
+
+    sources_dir: Path | None = None  # an existing clone instead of the network
+    hosts: tuple[str, ...] = ()
+    data_dir: str = ""
+
+
+def adapter_for(spec: BenchmarkSpec, official: OfficialOptions | None = None) -> Adapter:
+    """The built-in adapter, or the spec's official implementation at a verified checkout."""
+    if spec.impl != "official":
+        return get_adapter(spec.framework)
+    opts = official or OfficialOptions()
+    return prepare_official(
+        find_manifest(spec.framework, spec.model, spec.source),
+        sources_dir=opts.sources_dir,
+        hosts=opts.hosts,
+        data_dir=opts.data_dir,
+    )
 
 
 @dataclass
@@ -146,7 +197,9 @@ class PreparedRun:
         return run_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
 
     def finish(self, results_dir: Path, repeats: list[Repeat]) -> tuple[Result, Path]:
-        result = build_result(self.spec, self.result_id, repeats, self.env)
+        result = build_result(
+            self.spec, self.result_id, repeats, self.env, source=self.adapter.source_info()
+        )
         return result, write_result(results_dir, result)
 
 
@@ -156,10 +209,12 @@ def prepare_run(
     callbacks: RunCallbacks | None = None,
     rebuild_env: bool = False,
     result_id: str | None = None,
+    official: OfficialOptions | None = None,
 ) -> PreparedRun:
     cb = callbacks or RunCallbacks()
-    adapter = get_adapter(spec.framework)
+    adapter = adapter_for(spec, official)
     check_spec(adapter, spec)
+    check_runnable(spec)
     env_spec = adapter.env_spec(spec.device)
     env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message) if env_spec else None
     result_id = result_id or new_result_id()
@@ -173,6 +228,7 @@ def run_benchmark(
     results_dir: Path,
     callbacks: RunCallbacks | None = None,
     rebuild_env: bool = False,
+    official: OfficialOptions | None = None,
 ) -> tuple[Result, Path]:
     """Run every repeat, store the result atomically, return it with its path.
 
@@ -180,7 +236,7 @@ def run_benchmark(
     anything is written, so no half-written result is left behind.
     """
     cb = callbacks or RunCallbacks()
-    run = prepare_run(spec, results_dir, cb, rebuild_env)
+    run = prepare_run(spec, results_dir, cb, rebuild_env, official=official)
     repeats = []
     for index in range(1, spec.repeats + 1):
         cb.repeat_started(index, spec.repeats)
@@ -222,7 +278,7 @@ def run_repeat(
     )
     log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
     events_text = events_path.read_text(errors="replace") if events_path.exists() else ""
-    parsed = adapter.parse(log_text, events_text)
+    parsed = adapter.parse(spec, log_text, events_text)
     status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
     observed = None
     warnings = list(parsed.notes)
@@ -234,9 +290,36 @@ def run_repeat(
                 f"the workload timed the window at {window.elapsed_s:.4f} s but its log lines "
                 f"arrived {observed:.4f} s apart: its step marks may not wait for the device"
             )
+    return make_repeat(
+        index,
+        status,
+        message,
+        window,
+        parsed,
+        warnings=warnings,
+        wall_s=round(proc.wall_s, 4),
+        exit_code=proc.exit_code,
+        command=list(cmd.argv),
+        log_path=str(log_path),
+        events_path=str(events_path),
+        log_tail="" if status == RepeatStatus.ok else tail(log_path),
+        observed_elapsed_s=observed,
+    )
+
+
+def make_repeat(
+    index: int,
+    status: RepeatStatus,
+    message: str,
+    window: WindowThroughput | None,
+    parsed: ParsedRun,
+    **fields: object,
+) -> Repeat:
+    """The stored repeat for a classified run (launched here or imported from a log)."""
     return Repeat(
         index=index,
         status=status,
+        message=message,
         throughput=window.throughput if window else None,
         window=Window(
             start_step=window.start_step,
@@ -247,16 +330,8 @@ def run_repeat(
         if window
         else None,
         step_times_s=list(window.step_times_s) if window else [],
-        wall_s=round(proc.wall_s, 4),
-        exit_code=proc.exit_code,
-        command=list(cmd.argv),
-        log_path=str(log_path),
-        events_path=str(events_path),
-        message=message,
-        log_tail="" if status == RepeatStatus.ok else tail(log_path),
-        warnings=warnings,
-        observed_elapsed_s=observed,
         workload=parsed.start,
+        **{"warnings": list(parsed.notes), **fields},
     )
 
 
@@ -275,9 +350,12 @@ def classify(spec: BenchmarkSpec, outcome: str, exit_code: int | None, parsed: P
     if parsed.unsupported:
         return RepeatStatus.unsupported, f"not supported: {parsed.unsupported}", None
     if exit_code != 0:
-        return RepeatStatus.crashed, f"exited with status {exit_code} {where}", None
+        why = f": {parsed.failure}" if parsed.failure else ""
+        return RepeatStatus.crashed, f"exited with status {exit_code} {where}{why}", None
+    if parsed.failure:
+        return RepeatStatus.crashed, f"the run failed {where}: {parsed.failure}", None
     if not parsed.start and not parsed.marks:
-        return RepeatStatus.bad_output, "the workload wrote no usable events", None
+        return RepeatStatus.bad_output, f"the workload wrote no usable {parsed.what}", None
     try:
         window = window_throughput(parsed.marks, spec.skip, spec.measure)
     except TooFewSteps as exc:
@@ -295,7 +373,13 @@ def _fingerprint(repeat: Repeat) -> tuple:
 
 
 def build_result(
-    spec: BenchmarkSpec, result_id: str, repeats: list[Repeat], env: Env | None
+    spec: BenchmarkSpec,
+    result_id: str,
+    repeats: list[Repeat],
+    env: Env | None,
+    *,
+    source: SourceInfo | None = None,
+    imported: bool = False,
 ) -> Result:
     warnings: list[str] = []
     ok = [r for r in repeats if r.status == RepeatStatus.ok]
@@ -338,22 +422,32 @@ def build_result(
                 peak, peak_source = found
                 mfu = achieved / peak
     status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
-    info = system.machine_info()
-    gpus = info.get("gpus") or []
-    environment = Environment(
-        dlperf_version=__version__,
-        host=info["host"],
-        os=info["os"],
-        python=start.get("python"),
-        framework_version=start.get("framework_version")
-        or (env.framework_version if env else None),
-        env_name=env.path.name if env else None,
-        cpu=info.get("cpu"),
-        cpu_count=info.get("cpu_count_logical"),
-        gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
-        device_name=start.get("device_name"),
-        env_vars=system.captured_env_vars(),
-    )
+    if imported:  # the log came from another machine: describe only what the log says
+        environment = Environment(
+            dlperf_version=__version__,
+            host="unknown (imported log)",
+            os="unknown",
+            python=start.get("python"),
+            framework_version=start.get("framework_version"),
+            device_name=start.get("device_name"),
+        )
+    else:
+        info = system.machine_info()
+        gpus = info.get("gpus") or []
+        environment = Environment(
+            dlperf_version=__version__,
+            host=info["host"],
+            os=info["os"],
+            python=start.get("python"),
+            framework_version=start.get("framework_version")
+            or (env.framework_version if env else None),
+            env_name=env.path.name if env else None,
+            cpu=info.get("cpu"),
+            cpu_count=info.get("cpu_count_logical"),
+            gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
+            device_name=start.get("device_name"),
+            env_vars=system.captured_env_vars(),
+        )
     return Result(
         id=result_id,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -371,4 +465,6 @@ def build_result(
         model=ModelInfo(params=start.get("params"), flops_per_sample=start.get("flops_per_sample")),
         environment=environment,
         warnings=warnings,
+        source=source,
+        origin="parse" if imported else "run",
     )

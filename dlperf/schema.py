@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: spec.source, result.source and result.origin (official implementations)
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
@@ -39,6 +39,7 @@ class BenchmarkSpec(_Frozen):
     measure: int = Field(100, ge=1)
     repeats: int = Field(7, ge=1)
     options: dict[str, str] = Field(default_factory=dict)
+    source: str | None = None  # the manifest of an official implementation (impl "official")
     preset: str | None = None
     timeout_s: float = Field(1800.0, gt=0)
     no_output_timeout_s: float = Field(600.0, gt=0)
@@ -96,6 +97,8 @@ class BenchmarkSpec(_Frozen):
         if self.seq_len:
             parts.append(f"seq{self.seq_len}")
         parts += [f"{k}={v}" for k, v in sorted(self.options.items())]
+        if self.source:
+            parts.append(f"src={self.source}")
         return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "_".join(parts))
 
 
@@ -202,6 +205,15 @@ class Environment(_Frozen):
     env_vars: dict[str, str] = Field(default_factory=dict)
 
 
+class SourceInfo(_Frozen):
+    """The upstream code an official-implementation number came from."""
+
+    name: str
+    url: str
+    commit: str
+    patches: dict[str, str] = Field(default_factory=dict)  # file name -> sha256, applied in order
+
+
 class Result(_Frozen):
     schema_version: int = SCHEMA_VERSION
     id: str
@@ -213,3 +225,5 @@ class Result(_Frozen):
     model: ModelInfo
     environment: Environment
     warnings: list[str] = Field(default_factory=list)
+    source: SourceInfo | None = None
+    origin: str = "run"  # "run": measured by dlperf; "parse": imported from logs made elsewhere

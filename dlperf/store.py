@@ -51,7 +51,9 @@ def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:
             f"{source}: schema_version {version} is newer than this dlperf understands "
             f"({SCHEMA_VERSION}); upgrade dlperf (pip install -U dlperf) to read it"
         )
-    # Version 1 is the first; upgrades from older versions chain here as they appear.
+    # Upgrades chain here, one version at a time.
+    if version == 1:  # 2 only added optional fields (spec.source, source, origin)
+        data = {**data, "schema_version": 2}
     return data
 
 

@@ -1,0 +1,183 @@
+"""Per-node command lines for official implementations, built from their manifests.
+
+A manifest's command and knob arguments are templates (`{batch_size}`, `{node_rank}`, ...);
+`plan_nodes` fills them once per node, so ranks, host lists and master addresses are derived,
+never hand-edited. A manifest whose `scope` is "once" gets one command, on node 0, that spreads
+itself (mpirun/horovodrun with a host list). Container environments wrap the command in
+`docker run` / `apptainer exec` with the checkout mounted.
+"""
+
+from __future__ import annotations
+
+import shlex
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from dlperf import DlperfError
+from dlperf.schema import BenchmarkSpec
+
+PLACEHOLDERS = (
+    "python",
+    "source",
+    "batch_size",
+    "global_batch",
+    "steps",
+    "devices",
+    "gpus",
+    "nodes",
+    "world_size",
+    "node_rank",
+    "node_ip",
+    "node_ips",
+    "master_addr",
+    "master_port",
+    "hosts_slots",
+    "data_dir",
+    "out_dir",
+)
+CONTAINER_SOURCE = "/workspace/upstream"  # where a container sees the checkout
+DEFAULT_MASTER_PORT = 29500
+
+
+def template_names(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+def check_templates(templates: Sequence[str], where: str) -> None:
+    for template in templates:
+        try:
+            unknown = template_names(template) - set(PLACEHOLDERS)
+        except ValueError as exc:
+            raise ValueError(f"{where}: bad template {template!r}: {exc}") from None
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown placeholder(s) {', '.join(sorted(unknown))} in {template!r}; "
+                f"known: {', '.join(PLACEHOLDERS)}"
+            )
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    node_rank: int
+    host: str
+    argv: tuple[str, ...]
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    def shell_line(self) -> str:
+        """The command as one line a user could paste into a shell on that node."""
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
+        cmd = shlex.join(self.argv)
+        return f"cd {shlex.quote(self.cwd)} && {env + ' ' if env else ''}{cmd}"
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    nodes: tuple[NodeCommand, ...]
+    knobs: tuple[str, ...]  # the manifest knobs that applied
+
+
+def resolve_hosts(nodes: int, hosts: Sequence[str] | None) -> list[str]:
+    hosts = [h for h in (hosts or []) if h]
+    if not hosts:
+        if nodes == 1:
+            return ["localhost"]
+        raise DlperfError(
+            f"--nodes {nodes} needs the nodes' addresses: pass --hosts HOST1,HOST2,... "
+            "(node 0 first; it is also the master)"
+        )
+    if len(hosts) != nodes:
+        raise DlperfError(f"--nodes {nodes} but --hosts lists {len(hosts)}: {', '.join(hosts)}")
+    return hosts
+
+
+def plan_nodes(
+    manifest,  # dlperf.sources.Manifest (not imported: sources imports this module's checks)
+    spec: BenchmarkSpec,
+    *,
+    checkout: Path,
+    python: str,
+    hosts: Sequence[str] | None = None,
+    master_port: int = DEFAULT_MASTER_PORT,
+    data_dir: str = "",
+    out_dir: str = ".",
+) -> LaunchPlan:
+    """Every node's command line for `spec` run by `manifest`'s upstream at `checkout`."""
+    for knob, value in (("amp", spec.precision == "amp"), ("xla", spec.xla)):
+        if value and knob in manifest.unsupported:
+            raise DlperfError(
+                f"{manifest.name} cannot run with --{knob}: {manifest.unsupported[knob]}"
+            )
+    if spec.nodes > 1 and "multi_node" in manifest.unsupported:
+        raise DlperfError(
+            f"{manifest.name} cannot run on several nodes: {manifest.unsupported['multi_node']}"
+        )
+    node_hosts = resolve_hosts(spec.nodes, hosts)
+    container = manifest.environment.kind == "container"
+    source = CONTAINER_SOURCE if container else str(checkout)
+    knobs = ["batch_size", "steps", "synthetic"]
+    knobs.append("amp" if spec.precision == "amp" else "fp32")
+    knobs.append("xla" if spec.xla else "no_xla")
+    if spec.nodes > 1:
+        knobs.append("multi_node")
+    applied = tuple(k for k in knobs if k in manifest.args or k in manifest.env_knobs)
+    argv_templates = list(manifest.command.argv)
+    env_templates = dict(manifest.command.env)
+    for knob in applied:
+        argv_templates += manifest.args.get(knob, ())
+        env_templates.update(manifest.env_knobs.get(knob, {}))
+    cwd = str(PurePosixPath(source) / manifest.command.cwd)
+    ranks = range(1 if manifest.command.scope == "once" else spec.nodes)
+    commands = []
+    for rank in ranks:
+        values = {
+            "python": "python" if container else python,
+            "source": source,
+            "batch_size": spec.batch_size,
+            "global_batch": spec.global_batch,
+            "steps": spec.steps,
+            "devices": spec.devices_per_node,
+            "gpus": ",".join(str(i) for i in range(spec.devices_per_node)),
+            "nodes": spec.nodes,
+            "world_size": spec.world_size,
+            "node_rank": rank,
+            "node_ip": node_hosts[rank],
+            "node_ips": ",".join(node_hosts),
+            "master_addr": node_hosts[0],
+            "master_port": master_port,
+            "hosts_slots": ",".join(f"{h}:{spec.devices_per_node}" for h in node_hosts),
+            "data_dir": data_dir,
+            "out_dir": out_dir,
+        }
+        argv = [fill(t, values) for t in argv_templates]
+        env = {k: fill(v, values) for k, v in env_templates.items()}
+        if container:
+            argv = container_argv(manifest.environment, checkout, cwd, env, argv)
+            env, cwd_here = {}, str(checkout)
+        else:
+            cwd_here = cwd
+        commands.append(NodeCommand(rank, node_hosts[rank], tuple(argv), cwd_here, env))
+    return LaunchPlan(tuple(commands), applied)
+
+
+def fill(template: str, values: Mapping[str, object]) -> str:
+    return template.format_map({k: str(v) for k, v in values.items()})
+
+
+def container_argv(
+    environment, checkout: Path, cwd: str, env: Mapping[str, str], argv: Sequence[str]
+) -> list[str]:
+    """`argv` run inside the manifest's image with the checkout mounted at CONTAINER_SOURCE."""
+    mount = f"{checkout}:{CONTAINER_SOURCE}"
+    if environment.runtime == "docker":
+        out = ["docker", "run", "--rm", "--network=host", "--ipc=host", "--gpus=all"]
+        out += ["-v", mount, "-w", cwd]
+        for key, value in sorted(env.items()):
+            out += ["-e", f"{key}={value}"]
+        return [*out, environment.image, *argv]
+    out = ["apptainer", "exec", "--nv", "--bind", mount, "--pwd", cwd]
+    for key, value in sorted(env.items()):
+        out += ["--env", f"{key}={value}"]
+    return [*out, f"docker://{environment.image}", *argv]

@@ -1,0 +1,35 @@
+"""Log adapters: the throughput lines of official upstream scripts, turned into step marks.
+
+Upstream scripts write no dlperf events; each format here is a pure function
+`parse(text, ctx) -> ParsedRun` over the text of one log (all ranks' lines may be mixed in it),
+tested on real logs. The formats belong to the upstream programs, not to a framework adapter:
+NVIDIA's DLLogger, for one, is shared by three frameworks. Manifests name their format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dlperf import DlperfError
+from dlperf.events import ParsedRun
+from dlperf.logformats import keras
+from dlperf.logformats.common import LogContext
+
+Parser = Callable[[str, LogContext], ParsedRun]
+
+FORMATS: dict[str, Parser] = {
+    "keras_time_history": keras.parse,
+}
+
+
+def parse_log(log_format: str, text: str, ctx: LogContext) -> ParsedRun:
+    try:
+        parser = FORMATS[log_format]
+    except KeyError:
+        raise DlperfError(
+            f"unknown log format {log_format!r}; known: {', '.join(sorted(FORMATS))}"
+        ) from None
+    return parser(text, ctx)
+
+
+__all__ = ["FORMATS", "LogContext", "parse_log"]
