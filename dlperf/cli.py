@@ -24,10 +24,21 @@ app = typer.Typer(
 )
 env_app = typer.Typer(help="Isolated per-framework environments.", no_args_is_help=True)
 app.add_typer(env_app, name="env")
+sources_app = typer.Typer(
+    help="Official upstream implementations: pinned checkouts with tracked patches.",
+    no_args_is_help=True,
+)
+app.add_typer(sources_app, name="sources")
 
 console = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
+SourcesDir = Annotated[
+    Path | None,
+    typer.Option(
+        help="An existing clone of the upstream to take the pinned commit from (offline use)."
+    ),
+]
 ResultsDir = Annotated[
     Path, typer.Option("--results-dir", help="Where results are stored (JSON + raw logs).")
 ]
@@ -147,9 +158,25 @@ def run(
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     rebuild_env: Annotated[bool, typer.Option(help="Rebuild the environment first.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the stored result JSON.")] = False,
+    impl: Annotated[
+        str, typer.Option(help="ootb (dlperf's own workload) or official (upstream's script).")
+    ] = "ootb",
+    source: Annotated[
+        str | None, typer.Option(help="Which official manifest (default: the pair's default).")
+    ] = None,
+    sources_dir: SourcesDir = None,
+    hosts: Annotated[
+        str | None, typer.Option(help="Comma-separated node addresses, node 0 (master) first.")
+    ] = None,
+    data_dir: Annotated[
+        str, typer.Option(help="Dataset folder, for upstreams that need one.")
+    ] = "",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print each node's command line; run nothing.")
+    ] = False,
 ) -> None:
     """Run one benchmark: every repeat in its own process, median of the repeats."""
-    from dlperf.runner import RunCallbacks, resolve_spec, run_benchmark
+    from dlperf.runner import OfficialOptions, RunCallbacks, resolve_spec, run_benchmark
 
     overrides = {
         "batch_size": batch_size,
@@ -166,8 +193,18 @@ def run(
         "options": _parse_sets(set_ or []) or None,
         "timeout_s": timeout,
         "no_output_timeout_s": no_output_timeout,
+        "impl": impl,
+        "source": source,
     }
     spec = resolve_spec(framework, model, preset=preset, overrides=overrides)
+    official = OfficialOptions(
+        sources_dir=sources_dir,
+        hosts=tuple(h.strip() for h in (hosts or "").split(",") if h.strip()),
+        data_dir=data_dir,
+    )
+    if dry_run:
+        _print_plan(spec, official)
+        return
     out = err if json_out else console
     out.print(
         f"[bold]{spec.config_key()}[/] skip {spec.skip}, measure {spec.measure}, "
@@ -196,12 +233,46 @@ def run(
             repeat_started=lambda i, n: progress.update(task, description=f"repeat {i}/{n}"),
             repeat_done=done,
         )
-        result, path = run_benchmark(spec, results_dir, callbacks, rebuild_env=rebuild_env)
+        result, path = run_benchmark(
+            spec, results_dir, callbacks, rebuild_env=rebuild_env, official=official
+        )
     _print_summary(out, result, path)
     if json_out:
         sys.stdout.write(path.read_text())
     if result.status.value != "ok":
         raise typer.Exit(2)
+
+
+def _print_plan(spec, official) -> None:
+    """What `run` would start on each node, without building or starting anything."""
+    from dlperf.official import OfficialAdapter
+    from dlperf.sources import checkout_dir, find_manifest
+
+    if spec.impl != "official":
+        from dlperf.runner import adapter_for
+
+        command = adapter_for(spec).command(spec, "python")
+        console.print(f"[bold]node 0[/] (localhost): {' '.join(command.argv)}")
+        return
+    manifest = find_manifest(spec.framework, spec.model, spec.source)
+    checkout = checkout_dir(manifest.upstream)
+    adapter = OfficialAdapter(manifest, checkout, hosts=official.hosts, data_dir=official.data_dir)
+    env = adapter.env_spec(spec.device)
+    python = f"{'<env ' + env.name + '>/bin/python' if env else 'python'}"
+    plan = adapter.plan(spec, python)
+    console.print(
+        f"[bold]{manifest.name}[/]: {manifest.upstream.url} @ {manifest.upstream.commit}"
+        f"{'' if checkout.exists() else ' (not fetched yet: dlperf sources fetch)'}"
+    )
+    console.print(
+        f"knobs applied: {', '.join(plan.knobs) or 'none'}; log format "
+        f"{manifest.log_format}; window skip {spec.skip}, measure {spec.measure}"
+    )
+    for node in plan.nodes:
+        console.print(f"[bold]node {node.node_rank}[/] ({node.host}):", highlight=False)
+        console.print(f"  {node.shell_line()}", highlight=False, soft_wrap=True)
+    if manifest.command.scope == "once" and spec.nodes > 1:
+        console.print(f"(node 0's launcher starts the processes on all {spec.nodes} nodes)")
 
 
 def _print_summary(out: Console, result, path: Path) -> None:
@@ -296,6 +367,153 @@ def check_models_cmd(
         )
     console.print(table)
     if not all(c.ok for c in checks):
+        raise typer.Exit(2)
+
+
+@sources_app.command("list")
+def sources_list() -> None:
+    """Every manifest: framework, model, upstream commit, log format, checkout state."""
+    from dlperf.sources import load_manifests, manifests_dir, source_states
+
+    states = source_states(load_manifests())
+    table = Table(
+        "manifest",
+        "framework",
+        "model",
+        "default",
+        "upstream @ commit",
+        "log format",
+        "env",
+        "checkout",
+    )
+    for st in states:
+        m = st.manifest
+        env = (
+            m.environment.image
+            if m.environment.kind == "container"
+            else (f"pip, python {m.environment.python}")
+        )
+        table.add_row(
+            m.name,
+            m.framework,
+            m.model,
+            "yes" if m.default else "",
+            f"{m.upstream.url} @ {m.upstream.commit[:12]}",
+            m.log_format,
+            env,
+            st.state,
+        )
+    console.print(table)
+    console.print(f"manifests: {manifests_dir()}")
+
+
+def _selected_manifests(names: list[str] | None):
+    from dlperf.sources import load_manifests
+
+    manifests = load_manifests()
+    if not names:
+        return list(manifests.values())
+    unknown = [n for n in names if n not in manifests]
+    if unknown:
+        raise DlperfError(
+            f"unknown manifest(s) {', '.join(unknown)}; known: {', '.join(manifests)}"
+        )
+    return [manifests[n] for n in names]
+
+
+@sources_app.command("fetch")
+def sources_fetch(
+    names: Annotated[list[str] | None, typer.Argument(help="Manifests (default: all).")] = None,
+    sources_dir: SourcesDir = None,
+    refetch: Annotated[bool, typer.Option(help="Remove and fetch again even if ready.")] = False,
+) -> None:
+    """Clone each upstream at its pinned commit and apply its tracked patches."""
+    from dlperf.sources import fetch_source, upstream_patches
+
+    done: set[str] = set()
+    for m in _selected_manifests(names):
+        if m.upstream.name in done:
+            continue
+        done.add(m.upstream.name)
+        path = fetch_source(m.upstream, sources_dir=sources_dir, refetch=refetch)
+        patches = upstream_patches(m.upstream)
+        console.print(
+            f"{m.upstream.name} @ {m.upstream.commit[:12]} + {len(patches)} patch(es): {path}"
+        )
+
+
+@sources_app.command("verify")
+def sources_verify(
+    names: Annotated[list[str] | None, typer.Argument(help="Manifests (default: all).")] = None,
+) -> None:
+    """Check each fetched checkout: pinned commit, exactly the tracked patches, nothing else."""
+    from dlperf.sources import checkout_dir, verify_checkout
+
+    bad = 0
+    for m in _selected_manifests(names):
+        path = checkout_dir(m.upstream)
+        if not path.exists():
+            console.print(f"{m.name}: [yellow]not fetched[/] (dlperf sources fetch {m.name})")
+            bad += 1
+            continue
+        try:
+            verify_checkout(m.upstream, path)
+            console.print(f"{m.name}: [green]ok[/] {m.upstream.commit[:12]} {path}")
+        except DlperfError as exc:
+            console.print(f"{m.name}: [red]bad[/] {exc}", highlight=False)
+            bad += 1
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def parse(
+    framework: Annotated[str, typer.Argument(help="e.g. tensorflow")],
+    model: Annotated[str, typer.Argument(help="e.g. resnet50")],
+    paths: Annotated[list[Path], typer.Argument(help="Log files or DLPerf-style folders.")],
+    impl: Annotated[
+        str, typer.Option(help="official (upstream logs) or ootb (dlperf events files).")
+    ] = "ootb",
+    source: Annotated[str | None, typer.Option(help="Which official manifest.")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Per device (else from the path).")] = None,
+    nodes: Annotated[int | None, typer.Option(help="Nodes (else from the path).")] = None,
+    devices_per_node: Annotated[int | None, typer.Option(help="Else from the path.")] = None,
+    amp: Annotated[bool | None, typer.Option("--amp/--fp32", help="Else from the path.")] = None,
+    device: Annotated[str, typer.Option(help="cpu or cuda: what the logs ran on.")] = "cuda",
+    skip: Annotated[int | None, typer.Option(help="Default: the manifest's window.")] = None,
+    measure: Annotated[int | None, typer.Option(help="Default: the manifest's window.")] = None,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """Import logs made elsewhere as results: one result per configuration, a repeat per log."""
+    from dlperf.official import import_logs
+
+    overrides = {
+        "batch_size": batch_size,
+        "nodes": nodes,
+        "devices_per_node": devices_per_node,
+        "precision": None if amp is None else ("amp" if amp else "fp32"),
+        "device": device,
+        "skip": skip,
+        "measure": measure,
+        "source": source,
+    }
+    imported = import_logs(
+        framework, model, paths, impl=impl, overrides=overrides, results_dir=results_dir
+    )
+    failed = False
+    for result, path in imported:
+        s = result.spec
+        t = result.metrics.throughput
+        value = f"median {t.median:.2f} samples/s over {t.n}" if t else "no usable repeat"
+        console.print(
+            f"{s.nodes}n{s.devices_per_node}d b{s.batch_size} {s.precision}: {value} "
+            f"({len(result.repeats)} log(s)) -> {path}",
+            highlight=False,
+        )
+        for w in result.warnings:
+            console.print(f"  [yellow]warning:[/] {w}", highlight=False)
+        failed |= result.status.value != "ok"
+    if failed:
         raise typer.Exit(2)
 
 

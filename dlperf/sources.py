@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,8 +257,13 @@ def checkout_dir(upstream: Upstream) -> Path:
     return sources_root() / f"{upstream.name}-{upstream.commit[:12]}"
 
 
-def _git(args: list[str], cwd: Path | None = None, timeout: float = GIT_TIMEOUT_S) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+def _git(
+    args: list[str],
+    cwd: Path | None = None,
+    timeout: float = GIT_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", **(env or {})}
     try:
         proc = subprocess.run(
             ["git", *args],
@@ -399,33 +405,37 @@ def verify_checkout(upstream: Upstream, repo: Path, patches: list[Patch] | None 
             f"{repo} was patched with {sorted(recorded.get('patches', {}))} but patches/"
             f"{upstream.name}/ now holds {sorted(want)} (or their contents changed); refetch it"
         )
-    # The working tree must be the commit plus exactly these patches.
-    expected = "".join(p.path.read_text(errors="replace") for p in patches)
-    created = _new_files(expected)
-    touched = set(re.findall(r"^diff --git a/(\S+) b/", expected, flags=re.M)) - created
-    changed = set(_git(["diff", "HEAD", "--name-only"], cwd=repo).splitlines())
-    if changed != touched:
+    # The working tree must be exactly the commit plus these patches: compare tree hashes.
+    expected = _patched_tree(repo, upstream.commit, patches)
+    actual = _worktree_tree(repo)
+    if expected != actual:
+        differ = _git(["diff", "--name-only", expected, actual], cwd=repo).split()
         raise DlperfError(
-            f"{repo} has changes beyond its patches ({', '.join(sorted(changed ^ touched))}); "
-            "refetch it"
+            f"{repo} differs from {upstream.commit[:12]} + its patches in "
+            f"{', '.join(differ[:5]) or 'file modes'}; refetch it (dlperf sources fetch --refetch)"
         )
-    for patch in reversed(patches):
-        try:
-            _git(["apply", "--reverse", "--check", str(patch.path)], cwd=repo)
-        except GitError as exc:
-            raise DlperfError(
-                f"{repo}: {patch.name} is not applied as recorded ({exc.detail}); refetch it"
-            ) from exc
-    untracked = _git(["ls-files", "--others", "--exclude-standard"], cwd=repo)
-    extra = [f for f in untracked.splitlines() if f and f not in created]
-    if extra:
-        raise DlperfError(f"{repo} has files no patch created: {', '.join(extra[:5])}; refetch it")
 
 
-def _new_files(diff: str) -> set[str]:
-    return set(re.findall(r"^\+\+\+ b/(\S+)", diff, flags=re.M)) - set(
-        re.findall(r"^--- a/(\S+)", diff, flags=re.M)
-    )
+def _patched_tree(repo: Path, commit: str, patches: list[Patch]) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _git(["read-tree", commit], cwd=repo, env=index)
+        for patch in patches:
+            try:
+                _git(["apply", "--cached", str(patch.path)], cwd=repo, env=index)
+            except GitError as exc:
+                raise DlperfError(
+                    f"{patch.path} no longer applies to {commit[:12]}: {exc.detail}"
+                ) from exc
+        return _git(["write-tree"], cwd=repo, env=index)
+
+
+def _worktree_tree(repo: Path) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _git(["read-tree", "HEAD"], cwd=repo, env=index)
+        _git(["add", "--all", "."], cwd=repo, env=index)
+        return _git(["write-tree"], cwd=repo, env=index)
 
 
 @dataclass(frozen=True)

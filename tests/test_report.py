@@ -171,7 +171,7 @@ Framework versions: pytorch 2.3.1 (Python 3.11.9), tensorflow 2.16.1 (Python 3.1
 
 ## Cross-framework
 
-Median samples/s per configuration and framework; `(k/n ok)` marks a partial result (statistics over the ok repeats only), — a configuration not run.
+Median samples/s per configuration and framework; `(k/n ok)` marks a partial result (statistics over the ok repeats only), — a configuration not run. `ootb` is dlperf's own workload, `official` the framework's official upstream script (which upstream and commit: per-framework sections and *Implementations* below).
 
 | mode | precision | device | batch/device | shape | nodes x devices | impl | pytorch | tensorflow |
 |---|---|---|---|---|---|---|---|---|
@@ -212,13 +212,13 @@ Median samples/s per configuration and framework; `(k/n ok)` marks a partial res
 
 Every repeat's samples/s in repeat order (a failed repeat shows its status). The configuration is the folder under results/, the result id the file in it.
 
-| configuration | result | status | samples/s per repeat |
-|---|---|---|---|
-| `pytorch_resnet50_ootb_train_cpu_fp32_1n1d_b128_img224` | 20240601T120000Z-py1x1cpu | ok | 31.20, 30.85, 31.47 |
-| `pytorch_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224` | 20240601T120000Z-py1x1cuda | ok | 1010.50, 1003.20, 1008.90 |
-| `pytorch_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224` | 20240601T120000Z-py1x2cuda | ok | 1985.00, 1990.40, 1979.70 |
-| `tensorflow_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224` | 20240601T120000Z-te1x1cuda | partial | 995.10, hung, 990.30 |
-| `tensorflow_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224` | 20240601T120000Z-te1x2cuda | failed | crashed, crashed, crashed |
+| configuration | result | origin | status | samples/s per repeat |
+|---|---|---|---|---|
+| `pytorch_resnet50_ootb_train_cpu_fp32_1n1d_b128_img224` | 20240601T120000Z-py1x1cpu | run | ok | 31.20, 30.85, 31.47 |
+| `pytorch_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224` | 20240601T120000Z-py1x1cuda | run | ok | 1010.50, 1003.20, 1008.90 |
+| `pytorch_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224` | 20240601T120000Z-py1x2cuda | run | ok | 1985.00, 1990.40, 1979.70 |
+| `tensorflow_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224` | 20240601T120000Z-te1x1cuda | run | partial | 995.10, hung, 990.30 |
+| `tensorflow_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224` | 20240601T120000Z-te1x2cuda | run | failed | crashed, crashed, crashed |
 
 ### Warnings
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dlperf.schema import DEVICES, IMPLS, MODES, PRECISIONS, Repeat, RepeatStatus, Result
 from dlperf.store import latest_per_config
@@ -30,6 +30,7 @@ class Config:
     batch: int
     nodes: int
     devices_per_node: int
+    source: str = ""  # official implementations: "<manifest> @ <commit12>"
 
     @classmethod
     def of(cls, result: Result) -> Config:
@@ -46,7 +47,12 @@ class Config:
             batch=s.batch_size,
             nodes=s.nodes,
             devices_per_node=s.devices_per_node,
+            source=source_label(result),
         )
+
+    def row_key(self) -> Config:
+        """The cross-framework row: official implementations of any upstream share it."""
+        return replace(self, source="")
 
     def group(self) -> tuple:
         """Sort key of the per-framework table this configuration belongs to."""
@@ -59,6 +65,7 @@ class Config:
             _rank(self.device, DEVICES),
             self.image_size or 0,
             self.seq_len or 0,
+            self.source,
         )
 
     def sort_key(self) -> tuple:
@@ -79,9 +86,10 @@ class Config:
 
     @property
     def impl_label(self) -> str:
+        label = f"{self.impl}: {self.source}" if self.source else self.impl
         if not self.options:
-            return self.impl
-        return f"{self.impl} ({', '.join(f'{k}={v}' for k, v in self.options)})"
+            return label
+        return f"{label} ({', '.join(f'{k}={v}' for k, v in self.options)})"
 
     @property
     def topology(self) -> str:
@@ -104,7 +112,15 @@ def frameworks(results: Sequence[Result]) -> list[str]:
 
 
 def configs(results: Sequence[Result]) -> list[Config]:
-    return sorted({Config.of(r) for r in results}, key=Config.sort_key)
+    """The cross-framework rows."""
+    return sorted({Config.of(r).row_key() for r in results}, key=Config.sort_key)
+
+
+def source_label(result: Result) -> str:
+    if result.spec.impl != "official":
+        return ""
+    name = result.spec.source or (result.source.name if result.source else "?")
+    return f"{name} @ {result.source.commit[:12]}" if result.source else name
 
 
 def repeats_in_order(result: Result) -> list[Repeat]:

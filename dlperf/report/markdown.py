@@ -159,9 +159,20 @@ def _median(result: Result, with_counts: bool = True) -> str:
     return text
 
 
+def _cells(results: Sequence[Result]) -> str:
+    """One cross-framework cell; several official upstreams of one framework are all shown."""
+    if not results:
+        return DASH
+    if len(results) == 1:
+        return _median(results[0])
+    return "; ".join(f"{_median(r)} ({r.spec.source})" for r in results)
+
+
 def _cross_framework(results: Sequence[Result], model: str) -> list[str]:
     fws = frameworks(results)
-    by_config = {(Config.of(r), r.spec.framework): r for r in results}
+    by_config: dict[tuple[Config, str], list[Result]] = {}
+    for r in results:
+        by_config.setdefault((Config.of(r).row_key(), r.spec.framework), []).append(r)
     header = [
         "mode",
         "precision",
@@ -176,13 +187,15 @@ def _cross_framework(results: Sequence[Result], model: str) -> list[str]:
     for c in configs(results):
         row = [c.mode, c.precision_label, c.device, str(c.batch), c.shape_label, c.topology]
         row.append(c.impl_label)
-        row += [_median(by_config[c, fw]) if (c, fw) in by_config else DASH for fw in fws]
+        row += [_cells(by_config.get((c, fw), [])) for fw in fws]
         rows.append(row)
     return [
         "## Cross-framework",
         "",
         "Median samples/s per configuration and framework; `(k/n ok)` marks a partial result "
-        f"(statistics over the ok repeats only), {DASH} a configuration not run.",
+        f"(statistics over the ok repeats only), {DASH} a configuration not run. `ootb` is "
+        "dlperf's own workload, `official` the framework's official upstream script (which "
+        "upstream and commit: per-framework sections and *Implementations* below).",
         "",
         *_table(header, rows),
         f"![{model} throughput]({model}.png)",
@@ -254,7 +267,48 @@ def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]
         f"{100 * t.cv:.1f}%" if ok else DASH,
         f"{ok_count(result)}/{len(result.repeats)}",
         mfu,
-        f"skip {s.skip}, measure {s.measure}",
+        _window(result),
+    ]
+
+
+def _window(result: Result) -> str:
+    """The window asked for, and the marks actually used when the log's marks were coarser."""
+    s = result.spec
+    asked = f"skip {s.skip}, measure {s.measure}"
+    used = {(r.window.start_step, r.window.end_step) for r in result.repeats if r.window}
+    if not used or used == {(s.skip, s.skip + s.measure)}:
+        return asked
+    steps = ", ".join(f"{a}–{b}" for a, b in sorted(used))
+    return f"{asked} (marks used: steps {steps})"
+
+
+def _implementations(results: Sequence[Result]) -> list[str]:
+    official = sorted(
+        {
+            (
+                r.spec.framework,
+                r.spec.source or "",
+                r.source.url,
+                r.source.commit,
+                tuple(sorted(r.source.patches.items())),
+                r.origin,
+            )
+            for r in results
+            if r.spec.impl == "official" and r.source
+        }
+    )
+    if not official:
+        return []
+    rows = []
+    for framework, name, url, commit, patches, origin in official:
+        applied = ", ".join(f"{p} (sha256 {h[:12]})" for p, h in patches) or (
+            "unknown (imported logs)" if origin == "parse" else "none"
+        )
+        rows.append([framework, name, f"{url} @ {commit}", applied])
+    return [
+        "### Implementations",
+        "",
+        *_table(["framework", "manifest", "upstream @ commit", "patches"], rows),
     ]
 
 
@@ -268,14 +322,18 @@ def _all_results(results: Sequence[Result]) -> list[str]:
             else rep.status.value
             for rep in repeats_in_order(r)
         ]
-        rows.append([f"`{r.spec.config_key()}`", r.id, r.status.value, ", ".join(values) or DASH])
+        origin = "imported log" if r.origin == "parse" else "run"
+        rows.append(
+            [f"`{r.spec.config_key()}`", r.id, origin, r.status.value, ", ".join(values) or DASH]
+        )
     lines = [
         "## All results",
         "",
         "Every repeat's samples/s in repeat order (a failed repeat shows its status). The "
         "configuration is the folder under results/, the result id the file in it.",
         "",
-        *_table(["configuration", "result", "status", "samples/s per repeat"], rows),
+        *_table(["configuration", "result", "origin", "status", "samples/s per repeat"], rows),
+        *_implementations(ordered),
         "### Warnings",
         "",
     ]

@@ -1,0 +1,280 @@
+"""Official implementations end to end against a stand-in upstream that the test creates.
+
+The stand-in is a real git repository holding a stdlib training script that paces its steps and
+prints Keras `TimeHistory` lines, like tensorflow/models does; the "network" URL is unreachable,
+so fetching must fail fast and `--sources-dir` must work offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlperf import DlperfError
+from dlperf.runner import OfficialOptions, resolve_spec, run_benchmark
+from dlperf.sources import (
+    MARKER,
+    checkout_dir,
+    fetch_source,
+    find_manifest,
+    load_manifests,
+    verify_checkout,
+)
+
+TRAIN_PY = '''\
+"""Stand-in upstream trainer: paced steps, Keras TimeHistory log lines."""
+import argparse
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("--batch_size", type=int, default=32)
+p.add_argument("--log_steps", type=int, default=5)
+p.add_argument("--step_ms", type=float, default=10.0)
+a = p.parse_args()
+STEPS = 10000  # upstream trains for a fixed, long schedule
+start = last = time.monotonic()
+for step in range(1, STEPS + 1):
+    while time.monotonic() < start + step * a.step_ms / 1000:
+        pass
+    if step % a.log_steps == 0:
+        now = time.monotonic()
+        rate = a.batch_size * a.log_steps / (now - last)
+        print(f"I1231 23:59:59.000000 1 keras_utils.py:133] TimeHistory: {now - last:.2f} "
+              f"seconds, {rate:.2f} examples/second between steps {step - a.log_steps} and "
+              f"{step}", flush=True)
+        last = now
+'''
+
+PATCHED_TRAIN_PY = TRAIN_PY.replace(
+    "a = p.parse_args()\nSTEPS = 10000  # upstream trains for a fixed, long schedule\n",
+    'p.add_argument("--train_steps", type=int, default=10000)\na = p.parse_args()\n'
+    "STEPS = a.train_steps\n",
+)
+
+BAD_PATCH = """\
+diff --git a/train.py b/train.py
+--- a/train.py
++++ b/train.py
+@@ -1,3 +1,3 @@
+-this line is not in the file
++nor is this one
+ import argparse
+ import time
+"""
+
+MANIFEST = """\
+name = "standin-pace"
+framework = "calibration"
+model = "pace"
+default = true
+title = "stand-in upstream trainer (test)"
+log_format = "keras_time_history"
+
+[upstream]
+name = "standin"
+url = "https://example.invalid/standin.git"
+commit = "{commit}"
+
+[window]
+log_every = 5
+skip = 10
+measure = 20
+
+[environment]
+kind = "pip"
+python = "{python}"
+requirements = []
+device = "cpu"
+
+[command]
+cwd = "."
+argv = ["{{python}}", "train.py", "--step_ms", "10"]
+
+[args]
+batch_size = ["--batch_size={{global_batch}}"]
+steps = ["--train_steps={{steps}}"]
+multi_node = ["--worker_hosts={{node_ips}}", "--task_index={{node_rank}}"]
+
+[unsupported]
+xla = "the stand-in has no compiler"
+"""
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path | str]:
+    repo = tmp_path / "standin-clone"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    (repo / "train.py").write_text(TRAIN_PY)
+    git("add", ".", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "v1", cwd=repo)
+    commit = git("rev-parse", "HEAD", cwd=repo)
+    manifests = tmp_path / "third_party_scripts"
+    manifests.mkdir()
+    python = ".".join(platform.python_version_tuple()[:2])
+    (manifests / "standin-pace.toml").write_text(MANIFEST.format(commit=commit, python=python))
+    patches = tmp_path / "patches" / "standin"
+    patches.mkdir(parents=True)
+    # Our tracked patch: a step limit, which the stand-in upstream lacks.
+    (repo / "train.py").write_text(PATCHED_TRAIN_PY)
+    (patches / "0001-add-train-steps.patch").write_text(git("diff", cwd=repo) + "\n")
+    git("checkout", "train.py", cwd=repo)
+    monkeypatch.setenv("DLPERF_MANIFESTS", str(manifests))
+    monkeypatch.setenv("DLPERF_PATCHES", str(tmp_path / "patches"))
+    monkeypatch.setenv("DLPERF_HOME", str(tmp_path / "home"))
+    return {"repo": repo, "commit": commit, "patches": patches, "tmp": tmp_path}
+
+
+def test_offline_fetch_fails_fast_and_names_the_way_out(upstream) -> None:
+    manifest = find_manifest("calibration", "pace")
+    with pytest.raises(DlperfError, match="--sources-dir PATH") as exc:
+        fetch_source(manifest.upstream)
+    assert "example.invalid" in str(exc.value)
+    assert not checkout_dir(manifest.upstream).exists()
+
+
+def test_fetch_pins_the_commit_applies_patches_and_verify_catches_drift(upstream) -> None:
+    manifest = find_manifest("calibration", "pace")
+    # The clone moves on after the pinned commit: the checkout must still be the pin.
+    (upstream["repo"] / "train.py").write_text(TRAIN_PY + "# later upstream change\n")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "v2", cwd=upstream["repo"])
+    path = fetch_source(manifest.upstream, sources_dir=upstream["repo"])
+    assert git("rev-parse", "HEAD", cwd=path) == upstream["commit"]
+    text = (path / "train.py").read_text()
+    assert "--train_steps" in text and "later upstream change" not in text
+    marker = json.loads((path / MARKER).read_text())
+    assert marker["commit"] == upstream["commit"]
+    assert list(marker["patches"]) == ["0001-add-train-steps.patch"]
+    verify_checkout(manifest.upstream, path)
+
+    (path / "train.py").write_text(text + "# a local edit\n")
+    with pytest.raises(DlperfError, match=r"differs from \w{12} \+ its patches in train.py"):
+        verify_checkout(manifest.upstream, path)
+    (path / "train.py").write_text(text)
+    (path / "stray.py").write_text("")
+    with pytest.raises(DlperfError, match="patches in stray.py"):
+        verify_checkout(manifest.upstream, path)
+    path2 = fetch_source(manifest.upstream, sources_dir=upstream["repo"])  # repairs the cache
+    assert path2 == path and not (path / "stray.py").exists()
+    verify_checkout(manifest.upstream, path)
+
+    # A patch edited after the fetch makes the checkout stale.
+    patch = upstream["patches"] / "0001-add-train-steps.patch"
+    patch.write_text(patch.read_text().replace("default=10000", "default=9999"))
+    with pytest.raises(DlperfError, match="refetch"):
+        verify_checkout(manifest.upstream, path)
+
+
+def test_a_patch_that_does_not_apply_is_refused_and_nothing_is_left(upstream) -> None:
+    manifest = find_manifest("calibration", "pace")
+    (upstream["patches"] / "0002-stale.patch").write_text(BAD_PATCH)
+    with pytest.raises(DlperfError, match="0002-stale.patch does not apply") as exc:
+        fetch_source(manifest.upstream, sources_dir=upstream["repo"])
+    assert "nothing was applied" in str(exc.value)
+    assert not checkout_dir(manifest.upstream).exists()
+    assert not list(checkout_dir(manifest.upstream).parent.glob("*.partial"))
+
+
+def test_a_commit_missing_from_the_clone_is_named(upstream, tmp_path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git("init", "-q", cwd=other)
+    (other / "x").write_text("x")
+    git("add", ".", cwd=other)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x", cwd=other)
+    manifest = find_manifest("calibration", "pace")
+    with pytest.raises(DlperfError, match=f"does not contain commit {upstream['commit']}"):
+        fetch_source(manifest.upstream, sources_dir=other)
+
+
+def test_manifest_validation(upstream) -> None:
+    manifests = Path(os.environ["DLPERF_MANIFESTS"])
+    good = (manifests / "standin-pace.toml").read_text()
+    (manifests / "standin-pace.toml").write_text(good.replace('commit = "', 'commit = "abc'))
+    with pytest.raises(DlperfError, match="full 40-hex"):
+        load_manifests()
+    (manifests / "standin-pace.toml").write_text(good.replace("{node_rank}", "{rank}"))
+    with pytest.raises(DlperfError, match=r"unknown placeholder\(s\) rank"):
+        load_manifests()
+    (manifests / "standin-pace.toml").write_text(good)
+    (manifests / "second.toml").write_text(good.replace('"standin-pace"', '"second"'))
+    with pytest.raises(DlperfError, match="several default manifests"):
+        load_manifests()
+
+
+def test_per_node_commands_are_derived_not_hand_edited(upstream) -> None:
+    from dlperf.official import OfficialAdapter
+
+    manifest = find_manifest("calibration", "pace")
+    spec = resolve_spec(
+        "calibration",
+        "pace",
+        overrides={"impl": "official", "nodes": 2, "devices_per_node": 4, "batch_size": 8},
+    )
+    assert (spec.source, spec.skip, spec.measure) == ("standin-pace", 10, 20)
+    adapter = OfficialAdapter(manifest, Path("/src"), hosts=["10.0.0.1", "10.0.0.2"])
+    plan = adapter.plan(spec, "/env/bin/python")
+    assert [n.node_rank for n in plan.nodes] == [0, 1]
+    for node in plan.nodes:
+        assert node.argv == (
+            "/env/bin/python", "train.py", "--step_ms", "10",
+            "--batch_size=64", "--train_steps=30",
+            "--worker_hosts=10.0.0.1,10.0.0.2", f"--task_index={node.node_rank}",
+        )  # fmt: skip
+        assert node.cwd == "/src"
+    assert plan.knobs == ("batch_size", "steps", "multi_node")
+    with pytest.raises(DlperfError, match="needs the nodes' addresses"):
+        OfficialAdapter(manifest, Path("/src")).plan(spec, "python")
+    xla = spec.model_copy(update={"xla": True})
+    with pytest.raises(DlperfError, match="cannot run with --xla: the stand-in has no compiler"):
+        adapter.plan(xla, "python")
+
+
+def test_dry_run_prints_every_node(upstream) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "dlperf", "run", "calibration", "pace", "--impl", "official",
+         "--nodes", "2", "--devices-per-node", "1", "--batch-size", "4",
+         "--hosts", "a.example,b.example", "--dry-run"],
+        capture_output=True, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "node 0 (a.example)" in out.stdout and "node 1 (b.example)" in out.stdout
+    assert "--task_index=0" in out.stdout and "--task_index=1" in out.stdout
+    assert "not fetched yet" in out.stdout
+
+
+@pytest.mark.multiprocess
+def test_official_run_end_to_end(upstream) -> None:
+    spec = resolve_spec(
+        "calibration", "pace", overrides={"impl": "official", "batch_size": 10, "repeats": 2}
+    )
+    opts = OfficialOptions(sources_dir=upstream["repo"])
+    result, path = run_benchmark(spec, upstream["tmp"] / "results", official=opts)
+    assert result.status.value == "ok", result.warnings
+    # 10 samples every 10 ms: 1000 samples/s; the window is the marks at steps 10 and 30.
+    assert result.metrics.throughput.median == pytest.approx(1000, rel=0.03)
+    for r in result.repeats:
+        assert (r.window.start_step, r.window.end_step) == (10, 30)
+        assert "train.py" in r.command and "--train_steps=30" in r.command
+    patch = upstream["patches"] / "0001-add-train-steps.patch"
+    import hashlib
+
+    assert result.source.commit == upstream["commit"]
+    assert result.source.url == "https://example.invalid/standin.git"
+    assert result.source.patches == {
+        "0001-add-train-steps.patch": hashlib.sha256(patch.read_bytes()).hexdigest()
+    }
+    assert result.spec.source == "standin-pace" and result.origin == "run"
+    assert json.loads(path.read_text())["source"]["commit"] == upstream["commit"]
