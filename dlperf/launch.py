@@ -9,6 +9,7 @@ itself (mpirun/horovodrun with a host list). Container environments wrap the com
 
 from __future__ import annotations
 
+import json
 import shlex
 import string
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,7 @@ PLACEHOLDERS = (
     "python",
     "source",
     "batch_size",
+    "node_batch",
     "global_batch",
     "steps",
     "devices",
@@ -34,6 +36,7 @@ PLACEHOLDERS = (
     "master_addr",
     "master_port",
     "hosts_slots",
+    "tf_config",
     "data_dir",
     "out_dir",
 )
@@ -136,6 +139,7 @@ def plan_nodes(
             "python": "python" if container else python,
             "source": source,
             "batch_size": spec.batch_size,
+            "node_batch": spec.batch_size * spec.devices_per_node,
             "global_batch": spec.global_batch,
             "steps": spec.steps,
             "devices": spec.devices_per_node,
@@ -148,6 +152,7 @@ def plan_nodes(
             "master_addr": node_hosts[0],
             "master_port": master_port,
             "hosts_slots": ",".join(f"{h}:{spec.devices_per_node}" for h in node_hosts),
+            "tf_config": tf_config(node_hosts, rank, master_port),
             "data_dir": data_dir,
             "out_dir": out_dir,
         }
@@ -160,6 +165,12 @@ def plan_nodes(
             cwd_here = cwd
         commands.append(NodeCommand(rank, node_hosts[rank], tuple(argv), cwd_here, env))
     return LaunchPlan(tuple(commands), applied)
+
+
+def tf_config(hosts: Sequence[str], rank: int, port: int) -> str:
+    """TensorFlow's multi-worker cluster description for one worker (the TF_CONFIG variable)."""
+    cluster = {"worker": [f"{h}:{port}" for h in hosts]}
+    return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}})
 
 
 def fill(template: str, values: Mapping[str, object]) -> str:

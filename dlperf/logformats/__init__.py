@@ -12,13 +12,16 @@ from collections.abc import Callable
 
 from dlperf import DlperfError
 from dlperf.events import ParsedRun
-from dlperf.logformats import keras
+from dlperf.logformats import gluonnlp, keras, mxnet_speed, pytorch_examples
 from dlperf.logformats.common import LogContext
 
 Parser = Callable[[str, LogContext], ParsedRun]
 
 FORMATS: dict[str, Parser] = {
+    "gluonnlp": gluonnlp.parse,
     "keras_time_history": keras.parse,
+    "mxnet_speed": mxnet_speed.parse,
+    "pytorch_examples": pytorch_examples.parse,
 }
 
 

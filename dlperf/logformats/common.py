@@ -58,7 +58,7 @@ _FAILURES = (
         "out of memory",
     ),
     (
-        re.compile(r"\bloss\b[^\n]{0,40}?[=:]\s*-?nan\b|\bnan loss\b|Loss is nan", re.I),
+        re.compile(r"loss[^\n]{0,40}?[=:]\s*-?nan\b|\bnan loss\b|Loss is nan", re.I),
         "the loss became NaN",
     ),
     (re.compile(r"^Traceback \(most recent call last\):", re.M), "an uncaught Python exception"),

@@ -1,0 +1,56 @@
+"""MXNet `Speed: X samples/sec` lines (Speedometer, gluon-cv train_imagenet/train_horovod).
+
+    Epoch[0] Batch [20-40]\tSpeed: 1234.56 samples/sec\taccuracy=0.001   (Speedometer, auto_reset)
+    Epoch[0] Batch [40]\tSpeed: 1234.56 samples/sec ...                   (older Speedometer)
+    INFO:root:Epoch[0] Batch[21]\tSpeed: 384.19 samples/sec              (gluon-cv Horovod, rank 0)
+
+A line's rate covers the batches since the previous line: `[a-b]` says so, a lone batch number
+`b` covers (previous b, b], and the first line's span is the logging interval (the smallest
+difference between consecutive batch numbers). The rate is the job's: Speedometer counts the
+process's whole batch, and gluon-cv multiplies by the number of Horovod workers; lines printed
+by several ranks for one interval merge as one. Only the first epoch is used.
+"""
+
+from __future__ import annotations
+
+import re
+
+from dlperf.events import ParsedRun
+from dlperf.logformats.common import Interval, LogContext, finish, finite, intervals_to_marks
+
+LINE = re.compile(
+    r"Epoch\[(?P<epoch>\d+)\]\s*Batch\s*\[(?P<a>\d+)(?:-(?P<b>\d+))?\]\s+"
+    r"Speed:\s*(?P<rate>\S+) samples/sec"
+)
+
+
+def parse(text: str, ctx: LogContext) -> ParsedRun:
+    run = ParsedRun()
+    rows: list[tuple[int | None, int, float]] = []
+    first_epoch = None
+    for match in LINE.finditer(text):
+        epoch = int(match["epoch"])
+        first_epoch = epoch if first_epoch is None else first_epoch
+        if epoch != first_epoch:
+            continue
+        rate = finite(match["rate"])
+        if rate is None or rate <= 0:
+            run.malformed += 1
+            continue
+        start = int(match["a"]) if match["b"] else None
+        end = int(match["b"] or match["a"])
+        rows.append((start, end, rate))
+    ends = sorted({end for _, end, _ in rows})
+    gaps = [b - a for a, b in zip(ends, ends[1:], strict=False)]
+    interval = min(gaps) if gaps else None
+    intervals = []
+    for start, end, rate in rows:
+        if start is None:
+            if interval is None:
+                run.malformed += 1  # one lone line: its span is unknown
+                continue
+            start = end - interval
+        samples = (end - start) * ctx.global_batch
+        intervals.append(Interval(start, end, samples, samples / rate))
+    intervals_to_marks(intervals, "global", ctx, run)
+    return finish(run, text, "MXNet Speed lines")

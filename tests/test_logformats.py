@@ -1,0 +1,182 @@
+"""Log adapters: real logs (../shared/fixtures) and lines shaped exactly like upstream's
+format strings (file:line cited per test), including truncated, corrupt and failed runs."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from dlperf.logformats import FORMATS, LogContext, parse_log
+from dlperf.logformats.common import detect_failure
+from dlperf.stats import TooFewSteps, window_throughput
+
+TF2 = "dlperf/tf2_resnet50"
+DLPERF_PUBLISHED = {"1n1g": 321.8, "1n2g": 574.66, "1n4g": 1143.46, "1n8g": 2458.74}
+
+
+def test_every_manifest_format_has_a_parser() -> None:
+    from dlperf.sources import load_manifests
+
+    used = {m.log_format for m in load_manifests().values()}
+    assert used <= set(FORMATS), used - set(FORMATS)
+
+
+# ----------------------------------------------------------------- Keras TimeHistory (real logs)
+
+
+@pytest.mark.parametrize("config", sorted(DLPERF_PUBLISHED))
+def test_keras_time_history_reproduces_dlperf(fixtures: Path, config: str) -> None:
+    devices = int(config[2:-1])
+    values = []
+    for log in sorted((fixtures / TF2 / config).glob("*.log")):
+        run = parse_log("keras_time_history", log.read_text(), LogContext(128, devices))
+        assert run.failure is None and run.malformed == 0
+        assert [m.step for m in run.marks] == [0, 100, 200, 300, 400, 500, 600]
+        w = window_throughput(run.marks, 100, 500)
+        assert (w.start_step, w.end_step, w.samples) == (100, 600, 500 * 128 * devices)
+        values.append(w.throughput)
+    assert len(values) == 5
+    assert statistics.median(values) == pytest.approx(DLPERF_PUBLISHED[config], rel=0.001)
+
+
+def test_keras_truncated_log_keeps_what_it_has(fixtures: Path) -> None:
+    text = (fixtures / TF2 / "1n1g" / "rn50_b128_fp32_1.log").read_text()
+    cut = text[: text.index("between steps 300 and 400")]  # dies mid-line
+    run = parse_log("keras_time_history", cut, LogContext(128))
+    assert [m.step for m in run.marks] == [0, 100, 200, 300]
+    with pytest.raises(TooFewSteps, match="marks up to step 300"):
+        window_throughput(run.marks, 100, 500)
+
+
+def test_keras_corrupt_and_missing_lines(fixtures: Path) -> None:
+    text = (fixtures / TF2 / "1n1g" / "rn50_b128_fp32_1.log").read_text()
+    corrupt = text.replace("327.08 examples/second", "nan examples/second").replace(
+        "39.13 seconds", "x seconds"
+    )
+    run = parse_log("keras_time_history", corrupt, LogContext(128))
+    assert run.malformed == 1 and [m.step for m in run.marks] == [0, 100]
+    assert any("no throughput line covers steps 100..200" in n for n in run.notes)
+
+
+# ----------------------------------------------------------------- failures in logs
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "out of memory"),
+        ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when", "out of memory"),
+        ("INFO:root:[step 30]\tmlm_loss=nan\tnsp_loss= 0.69", "the loss became NaN"),
+        ("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: boom",
+         "an uncaught Python exception (ValueError: boom)"),
+    ],
+)  # fmt: skip
+def test_failures_are_detected(line: str, what: str) -> None:
+    assert detect_failure(f"some output\n{line}\nmore\n").startswith(what)
+
+
+def test_a_clean_log_has_no_failure(fixtures: Path) -> None:
+    text = (fixtures / TF2 / "1n8g" / "rn50_b128_fp32_1.log").read_text()
+    assert detect_failure(text) is None
+
+
+# ----------------------------------------------------------------- pytorch/examples
+# imagenet/main.py @49ec0bd: AverageMeter '{name} {val:6.3f} ({avg:6.3f})' (:383), batch part
+# '[{:Nd}/N]' (:398-401), meters joined by tabs (:394-396), printed by every rank.
+
+PYEX = (
+    "Epoch: [{e}][{i:4d}/5005]\tTime {v:6.3f} ({a:6.3f})\tData  0.100 ( 0.090)\t"
+    "Loss 6.9828e+00 (6.9828e+00)\tAcc@1   0.78 (  0.78)\tAcc@5   1.56 (  1.56)"
+)
+
+
+def pyex_log(times: list[float], ranks: int = 1, epoch: int = 0) -> str:
+    lines, total = [], [0.0] * ranks
+    for i, t in enumerate(times):
+        for r in range(ranks):
+            step = t * (1 + 0.1 * r)  # rank r is 10 % slower
+            total[r] += step
+            lines.append(PYEX.format(e=epoch, i=i, v=step, a=total[r] / (i + 1)))
+    return "Use GPU: 0 for training\n=> creating model 'resnet50'\n" + "\n".join(lines) + "\n"
+
+
+def test_pytorch_examples_single_rank_sums_batch_times() -> None:
+    times = [5.0] + [0.25] * 59  # a slow first batch, then 0.25 s per batch
+    run = parse_log("pytorch_examples", pyex_log(times), LogContext(128))
+    w = window_throughput(run.marks, 20, 40)
+    assert w.throughput == pytest.approx(128 / 0.25, rel=1e-6)
+    assert run.failure is None and not run.notes
+
+
+def test_pytorch_examples_ranks_keep_the_slowest() -> None:
+    times = [0.5] * 60
+    run = parse_log("pytorch_examples", pyex_log(times, ranks=2), LogContext(64, 2))
+    w = window_throughput(run.marks, 20, 40)
+    # The slower rank (0.55 s per batch) paces the job's global batch of 128.
+    assert w.throughput == pytest.approx(128 / 0.55, rel=0.003)
+    assert any("running averages" in n for n in run.notes)
+
+
+def test_pytorch_examples_later_epochs_and_validation_are_ignored() -> None:
+    text = (
+        pyex_log([0.2] * 30) + "Test: [ 0/196]\tTime  1.000 ( 1.000)\n" + pyex_log([9.0] * 5, 1, 1)
+    )
+    run = parse_log("pytorch_examples", text, LogContext(32))
+    assert run.marks[-1].step == 30
+    assert any("only epoch 0" in n for n in run.notes)
+
+
+# ----------------------------------------------------------------- gluon-nlp BERT
+# scripts/bert/pretraining_utils.py @7b7bf60:274-276 (log_noacc), every Horovod rank.
+
+NLP = ("INFO:root:[step {s}]\tmlm_loss={l:7.5f}\tnsp_loss= 0.69\tthroughput=2.8K tks/s\t"
+       "lr=0.0000250 time={t:.2f}, latency={ms:.1f} ms/batch")  # fmt: skip
+
+
+def test_gluonnlp_every_rank_prints_each_step() -> None:
+    lines = []
+    for step in range(1, 201):
+        for rank_ms in (200.0, 210.0):  # two ranks; the slower one paces the step
+            lines.append(NLP.format(s=step, l=7.1, t=rank_ms / 1000, ms=rank_ms))
+    run = parse_log("gluonnlp", "\n".join(lines) + "\nINFO:root:Train cost=42.0s\n",
+                    LogContext(32, 2))  # fmt: skip
+    w = window_throughput(run.marks, 100, 100)
+    assert w.throughput == pytest.approx(64 / 0.210, rel=1e-6)
+    assert run.losses[0] == pytest.approx(7.1)
+
+
+def test_gluonnlp_interval_and_nan_loss() -> None:
+    text = "\n".join(NLP.format(s=s, l=7.0, t=1.0, ms=100.0) for s in range(10, 110, 10))
+    run = parse_log("gluonnlp", text, LogContext(8))
+    assert [m.step for m in run.marks][:3] == [0, 10, 20]
+    assert window_throughput(run.marks, 20, 50).throughput == pytest.approx(80.0)
+    bad = text + "\n" + NLP.format(s=110, l=float("nan"), t=1.0, ms=100.0)
+    assert parse_log("gluonnlp", bad, LogContext(8)).failure.startswith("the loss became NaN")
+
+
+# ----------------------------------------------------------------- MXNet Speed lines
+# gluon-cv train_horovod.py @f9a8a28:495-497 'Epoch[%d] Batch[%d]\tSpeed: %.2f samples/sec'
+# (rank 0, global); MXNet Speedometer 'Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec'.
+
+
+def test_mxnet_speed_gluoncv_horovod_lines() -> None:
+    text = "\n".join(
+        f"INFO:root:Epoch[0] Batch[{b}]\tSpeed: {300.0 if b < 10 else 400.0:.2f} samples/sec"
+        for b in range(1, 121)
+    )
+    run = parse_log("mxnet_speed", text, LogContext(128, 8))
+    assert run.marks[0].step == 0 and run.marks[-1].step == 120
+    assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(400.0)
+
+
+def test_mxnet_speedometer_ranges_and_a_second_epoch() -> None:
+    text = "\n".join(
+        f"Epoch[{e}] Batch [{a}-{a + 20}]\tSpeed: 1000.00 samples/sec\taccuracy=0.001"
+        for e in (0, 1)
+        for a in range(0, 200, 20)
+    )
+    run = parse_log("mxnet_speed", text, LogContext(256))
+    assert [m.step for m in run.marks][-1] == 200
+    assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(1000.0)

@@ -1,0 +1,112 @@
+"""`dlperf parse` + `dlperf report` on DLPerf's own logs, and how log paths map to configs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlperf import DlperfError
+from dlperf.official import group_logs, import_logs, path_settings
+from dlperf.schema import RepeatStatus, ResultStatus
+from dlperf.store import load_results
+
+# What DLPerf published for these logs (../shared/fixtures/README.md).
+PUBLISHED = [("1", "321.8", "1.00"), ("2", "574.66", "1.79"), ("4", "1143.46", "3.55"),
+             ("8", "2458.74", "7.64")]  # fmt: skip
+
+
+def dlperf(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "dlperf", *args], cwd=cwd, capture_output=True, text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def test_parse_and_report_reproduce_dlperf_tf2_resnet50(fixtures: Path, tmp_path: Path) -> None:
+    tree = fixtures / "dlperf" / "tf2_resnet50"
+    out = dlperf("parse", "tensorflow", "resnet50", str(tree), "--impl", "official", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    results = sorted(load_results(tmp_path / "results"), key=lambda r: r.spec.devices_per_node)
+    assert [r.spec.devices_per_node for r in results] == [1, 2, 4, 8]
+    for r, (devices, median, _) in zip(results, PUBLISHED, strict=True):
+        assert r.status == ResultStatus.ok and r.origin == "parse"
+        assert (r.spec.nodes, r.spec.batch_size, r.spec.precision) == (1, 128, "fp32")
+        assert r.spec.impl == "official" and r.spec.source == "tensorflow-models-resnet50"
+        assert r.metrics.throughput.n == 5
+        assert r.metrics.throughput.median == pytest.approx(float(median), rel=0.001)
+        assert all((p.window.start_step, p.window.end_step) == (100, 600) for p in r.repeats)
+        assert r.source.url == "https://github.com/tensorflow/models"
+        assert len(r.source.commit) == 40
+
+    out = dlperf("report", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    md = (tmp_path / "reports" / "resnet50.md").read_text()
+    for devices, median, speedup in PUBLISHED:
+        row = next(line for line in md.splitlines() if line.startswith(f"| 1 | {devices} | 128 |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[3]) == pytest.approx(float(median), rel=0.001)
+        assert cells[4] == speedup
+    assert "official: tensorflow-models-resnet50 @ " in md
+    assert "| imported log | ok |" in md
+
+
+def test_dlperf_paths_give_the_configuration() -> None:
+    assert path_settings(Path("logs/4n8g/rn50_b256_fp16_3.log")) == {
+        "nodes": 4, "devices_per_node": 8, "batch_size": 256, "precision": "amp"
+    }  # fmt: skip
+    assert path_settings(Path("1n1g/bert_base_b32_fp32_xla_1.log"))["xla"] is True
+    assert path_settings(Path("somewhere/train.log")) == {}
+
+
+def test_groups_are_configs_and_flags_override_paths(tmp_path: Path) -> None:
+    for cfg in ("1n1g", "1n2g"):
+        (tmp_path / cfg).mkdir()
+        for i in (2, 1, 10):
+            (tmp_path / cfg / f"rn50_b64_fp32_{i}.log").write_text("")
+    groups = group_logs([tmp_path], {})
+    assert [g.settings["devices_per_node"] for g in groups] == [1, 2]
+    assert [p.name for p in groups[0].paths] == [
+        "rn50_b64_fp32_1.log", "rn50_b64_fp32_2.log", "rn50_b64_fp32_10.log"
+    ]  # fmt: skip
+    merged = group_logs([tmp_path], {"devices_per_node": 8})
+    assert len(merged) == 1 and len(merged[0].paths) == 6
+    with pytest.raises(DlperfError, match="no such file"):
+        group_logs([tmp_path / "missing"], {})
+
+
+def test_a_log_without_a_batch_size_asks_for_one(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text("")
+    with pytest.raises(DlperfError, match="pass --batch-size"):
+        import_logs("tensorflow", "resnet50", [tmp_path / "train.log"], results_dir=tmp_path)
+
+
+def test_died_and_truncated_logs_are_failed_repeats_never_nan(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    good = (fixtures / "dlperf" / "tf2_resnet50" / "1n1g" / "rn50_b128_fp32_1.log").read_text()
+    logs = tmp_path / "1n1g"
+    logs.mkdir()
+    (logs / "rn50_b128_fp32_1.log").write_text(good)
+    cut = good.index("between steps 300 and 400")
+    (logs / "rn50_b128_fp32_2.log").write_text(
+        good[:cut] + "\nResourceExhaustedError: OOM when allocating tensor with shape[128,64]\n"
+    )
+    (logs / "rn50_b128_fp32_3.log").write_text(good[:cut])
+    (logs / "rn50_b128_fp32_4.log").write_text("garbage \x00\x01 not a log\n")
+    ((result, _),) = import_logs(
+        "tensorflow", "resnet50", [logs], impl="official", results_dir=tmp_path / "r"
+    )
+    statuses = [r.status for r in sorted(result.repeats, key=lambda r: r.index)]
+    assert statuses == [
+        RepeatStatus.ok, RepeatStatus.crashed, RepeatStatus.too_few_steps, RepeatStatus.bad_output
+    ]  # fmt: skip
+    assert "out of memory" in result.repeats[1].message
+    assert result.status == ResultStatus.partial
+    assert result.metrics.throughput.n == 1 and result.metrics.throughput.values == [
+        pytest.approx(result.repeats[0].throughput)
+    ]
+    assert "no usable Keras TimeHistory lines" in result.repeats[3].message
