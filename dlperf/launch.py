@@ -117,10 +117,21 @@ def plan_nodes(
         raise DlperfError(
             f"{manifest.name} cannot run on several nodes: {manifest.unsupported['multi_node']}"
         )
+    if not data_dir and "synthetic" in manifest.unsupported:
+        raise DlperfError(
+            f"{manifest.name} needs a dataset ({manifest.unsupported['synthetic']}); "
+            "pass --data-dir PATH"
+        )
+    if "steps" in manifest.unsupported and "steps" not in manifest.args:
+        raise DlperfError(
+            f"{manifest.name} cannot be stopped after {spec.steps} steps: "
+            f"{manifest.unsupported['steps']}"
+        )
     node_hosts = resolve_hosts(spec.nodes, hosts)
     container = manifest.environment.kind == "container"
     source = CONTAINER_SOURCE if container else str(checkout)
-    knobs = ["batch_size", "steps", "synthetic"]
+    # Synthetic data unless the user gives a dataset: dlperf measures the framework, not I/O.
+    knobs = ["batch_size", "steps"] + ([] if data_dir else ["synthetic"])
     knobs.append("amp" if spec.precision == "amp" else "fp32")
     knobs.append("xla" if spec.xla else "no_xla")
     if spec.nodes > 1:

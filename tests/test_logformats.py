@@ -67,7 +67,7 @@ def test_keras_corrupt_and_missing_lines(fixtures: Path) -> None:
     ("line", "what"),
     [
         ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "out of memory"),
-        ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when", "out of memory"),
+        ("tensorflow...errors_impl.ResourceExhaustedError: OOM when", "out of memory"),
         ("INFO:root:[step 30]\tmlm_loss=nan\tnsp_loss= 0.69", "the loss became NaN"),
         ("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: boom",
          "an uncaught Python exception (ValueError: boom)"),
@@ -180,3 +180,80 @@ def test_mxnet_speedometer_ranges_and_a_second_epoch() -> None:
     run = parse_log("mxnet_speed", text, LogContext(256))
     assert [m.step for m in run.marks][-1] == 200
     assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(1000.0)
+
+
+# ----------------------------------------------------------------- NVIDIA DLLogger
+# dllogger@26a0f8f logger.py:81-82 prefix "DLL {datetime} - ", metrics "{} : {} {}" (:73-78).
+# PyTorch ResNet50 lines verbatim from DLPerf's NVIDIADeepLearningExamples README (2n8g, b128).
+
+DLL_PYTORCH_REAL = """\
+DLL 2020-09-15 14:28:53.498443 - PARAMETER data : /data/image  data_backend : dali-cpu  arch : resnet50  world_size : 16 
+DLL 2020-09-15 14:29:13.473765 - Epoch: 0 Iteration: 1  train.loss : 7.09304  train.total_ips : 267.44 img/s
+DLL 2020-09-15 14:29:14.427490 - Epoch: 0 Iteration: 2  train.loss : 6.93504  train.total_ips : 4294.91 img/s
+DLL 2020-09-15 14:29:15.018767 - Epoch: 0 Iteration: 3  train.loss : 6.85957  train.total_ips : 6928.79 img/s
+DLL 2020-09-15 14:29:16.538463 - Epoch: 0 Iteration: 7  train.loss : 6.72415  train.total_ips : 10879.48 img/s
+DLL 2020-09-15 14:29:18.553769 - Epoch: 0 Iteration: 12  train.loss : 6.67351  train.total_ips : 10393.54 img/s
+"""  # noqa: E501, W291
+
+
+def test_dllogger_pytorch_real_lines() -> None:
+    run = parse_log("dllogger_pytorch", DLL_PYTORCH_REAL, LogContext(128, 8, 2))
+    assert [m.step for m in run.marks] == [1, 2, 3, 7, 12]
+    w = window_throughput(run.marks, 2, 10)  # marks at iterations 2 and 12
+    elapsed = 18.553769 - 14.427490
+    assert w.throughput == pytest.approx(10 * 128 * 16 / elapsed)
+    assert run.losses[:2] == [7.09304, 6.93504] and run.failure is None
+
+
+def dll(ts_seconds: float, rest: str) -> str:
+    from datetime import datetime, timedelta
+
+    stamp = datetime(2020, 8, 26, 23, 59, 0) + timedelta(seconds=ts_seconds)
+    return f"DLL {stamp} - {rest}"
+
+
+def test_dllogger_pytorch_bert_crosses_midnight_and_ignores_the_summary() -> None:
+    lines = [
+        dll(0.5 * i, f"Training Epoch: 0 Training Iteration: {i}  average_loss : 9.1  "
+                     f"step_loss : 9.0  learning_rate : 0.006 ")
+        for i in range(1, 151)
+    ]  # fmt: skip
+    lines.append(dll(80, " e2e_train_time : 80.0  training_sequences_per_second : 1.0 "))
+    run = parse_log("dllogger_pytorch", "\n".join(lines), LogContext(32, 8))
+    assert run.marks[-1].step == 150  # 23:59:00 + 75 s: past midnight
+    assert window_throughput(run.marks, 25, 100).throughput == pytest.approx(256 / 0.5)
+
+
+def test_dllogger_tf1_resnet_and_bert_shapes() -> None:
+    resnet = "\n".join(
+        dll(0.2 * s, f"({s // 5005}, {s}) imgs_per_sec : 640.1 cross_entropy : 6.9 l2_loss : 0.3 "
+                     "total_loss : 7.2 learning_rate : 0.001")
+        for s in range(20, 121)
+    )  # fmt: skip
+    resnet += "\n" + dll(30, "() train_throughput : 640.0")
+    run = parse_log("dllogger_tf1", resnet, LogContext(128))
+    assert (run.marks[0].step, run.marks[-1].step) == (20, 120)
+    assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(128 / 0.2)
+
+    bert = "\n".join(
+        dll(0.3 * n, f"Iteration: {n}  throughput_train : 106.667 seq/s mlm_loss : 7.1000  "
+                     "nsp_loss : 0.6900  total_loss : 7.7900  avg_loss_step : 7.7900  "
+                     "learning_rate : 1e-04 ")
+        for n in [1, *range(10, 130, 10)]
+    )  # fmt: skip
+    run = parse_log("dllogger_tf1", bert, LogContext(32))
+    w = window_throughput(run.marks, 20, 100)
+    assert (w.start_step, w.end_step) == (20, 120)
+    assert w.throughput == pytest.approx(32 / 0.3)
+
+
+def test_mxnet_nvidia_fit_inclusive_ranges_from_every_rank() -> None:
+    # DLE MXNet fit.py:360-372: '{asctime}:INFO: Epoch[0] Batch [i-i]\tSpeed: X samples/sec'
+    lines = []
+    for i in range(0, 130):
+        for _rank in range(2):
+            lines.append(f"2020-06-20 10:00:{i % 60:02d},123:INFO: Epoch[0] Batch [{i}-{i}]\t"
+                         f"Speed: {2048.0:.6f} samples/sec\tLR: 0.256000\t")  # fmt: skip
+    run = parse_log("mxnet_speed", "\n".join(lines), LogContext(256, 8))
+    assert run.marks[-1].step == 130
+    assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(2048.0)

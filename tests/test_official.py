@@ -32,7 +32,7 @@ def test_parse_and_report_reproduce_dlperf_tf2_resnet50(fixtures: Path, tmp_path
     assert out.returncode == 0, out.stderr
     results = sorted(load_results(tmp_path / "results"), key=lambda r: r.spec.devices_per_node)
     assert [r.spec.devices_per_node for r in results] == [1, 2, 4, 8]
-    for r, (devices, median, _) in zip(results, PUBLISHED, strict=True):
+    for r, (_devices, median, _) in zip(results, PUBLISHED, strict=True):
         assert r.status == ResultStatus.ok and r.origin == "parse"
         assert (r.spec.nodes, r.spec.batch_size, r.spec.precision) == (1, 128, "fp32")
         assert r.spec.impl == "official" and r.spec.source == "tensorflow-models-resnet50"

@@ -12,12 +12,14 @@ from collections.abc import Callable
 
 from dlperf import DlperfError
 from dlperf.events import ParsedRun
-from dlperf.logformats import gluonnlp, keras, mxnet_speed, pytorch_examples
+from dlperf.logformats import dllogger, gluonnlp, keras, mxnet_speed, pytorch_examples
 from dlperf.logformats.common import LogContext
 
 Parser = Callable[[str, LogContext], ParsedRun]
 
 FORMATS: dict[str, Parser] = {
+    "dllogger_pytorch": dllogger.parse_pytorch,
+    "dllogger_tf1": dllogger.parse_tf1,
     "gluonnlp": gluonnlp.parse,
     "keras_time_history": keras.parse,
     "mxnet_speed": mxnet_speed.parse,

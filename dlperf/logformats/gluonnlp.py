@@ -16,9 +16,7 @@ import re
 from dlperf.events import ParsedRun
 from dlperf.logformats.common import Interval, LogContext, finish, finite, intervals_to_marks
 
-LINE = re.compile(
-    r"\[step (?P<step>\d+)\]\t(?P<body>[^\n]*?)latency=(?P<latency>\S+) ms/batch"
-)
+LINE = re.compile(r"\[step (?P<step>\d+)\]\t(?P<body>[^\n]*?)latency=(?P<latency>\S+) ms/batch")
 LOSS = re.compile(r"mlm_loss=\s*(?P<loss>\S+)")
 
 

@@ -1,14 +1,16 @@
 """MXNet `Speed: X samples/sec` lines (Speedometer, gluon-cv train_imagenet/train_horovod).
 
-    Epoch[0] Batch [20-40]\tSpeed: 1234.56 samples/sec\taccuracy=0.001   (Speedometer, auto_reset)
+    Epoch[0] Batch [20-40]\tSpeed: 1234.56 samples/sec\taccuracy=0.001  (Speedometer)
     Epoch[0] Batch [40]\tSpeed: 1234.56 samples/sec ...                   (older Speedometer)
     INFO:root:Epoch[0] Batch[21]\tSpeed: 384.19 samples/sec              (gluon-cv Horovod, rank 0)
 
-A line's rate covers the batches since the previous line: `[a-b]` says so, a lone batch number
-`b` covers (previous b, b], and the first line's span is the logging interval (the smallest
-difference between consecutive batch numbers). The rate is the job's: Speedometer counts the
-process's whole batch, and gluon-cv multiplies by the number of Horovod workers; lines printed
-by several ranks for one interval merge as one. Only the first epoch is used.
+A line's rate covers the batches since the previous line. A range `[a-b]` is exclusive of a in
+Speedometer (ranges chain as [0-20], [20-40]) and inclusive in NVIDIA's fit.py (ranges chain as
+[0-9], [10-19], or [i-i] when it logs every batch); the chaining tells which. A lone batch
+number `b` covers (previous b, b], the first line's span being the logging interval (the
+smallest difference between consecutive batch numbers). The rate is the job's: Speedometer
+counts the process's whole batch, NVIDIA's fit.py and gluon-cv multiply by the Horovod workers;
+lines printed by several ranks for one interval merge as one. Only the first epoch is used.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ def parse(text: str, ctx: LogContext) -> ParsedRun:
         start = int(match["a"]) if match["b"] else None
         end = int(match["b"] or match["a"])
         rows.append((start, end, rate))
+    ranges = sorted({(a, b) for a, b, _ in rows if a is not None})
+    inclusive = any(a == b for a, b in ranges) or any(
+        nxt[0] == cur[1] + 1 for cur, nxt in zip(ranges, ranges[1:], strict=False)
+    )
+    if inclusive:
+        rows = [(a, b + 1, rate) if a is not None else (a, b, rate) for a, b, rate in rows]
     ends = sorted({end for _, end, _ in rows})
     gaps = [b - a for a, b in zip(ends, ends[1:], strict=False)]
     interval = min(gaps) if gaps else None
