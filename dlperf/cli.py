@@ -65,15 +65,23 @@ def list_cmd() -> None:
     from dlperf.adapters import adapter_names, get_adapter
     from dlperf.envs import env_status
     from dlperf.models import MODELS
+    from dlperf.sources import load_manifests
 
+    official: dict[tuple[str, str], list[str]] = {}
+    for m in load_manifests().values():
+        official.setdefault((m.framework, m.model), []).append(m.name + ("*" if m.default else ""))
     table = Table("framework", "model", "implementations", "env (cpu)", "description")
     for name in adapter_names():
         adapter = get_adapter(name)
         spec = adapter.env_spec("cpu")
         state = env_status(spec) if spec else "host python"
         for model in adapter.models:
-            table.add_row(name, model, ", ".join(adapter.impls), state, MODELS[model].description)
+            impls = list(adapter.impls)
+            if (name, model) in official:
+                impls.append(f"official: {', '.join(sorted(official[name, model]))}")
+            table.add_row(name, model, "; ".join(impls), state, MODELS[model].description)
     console.print(table)
+    console.print("official: upstream scripts (`dlperf sources list`); * = the default one")
 
 
 @env_app.command("create")
@@ -377,33 +385,25 @@ def sources_list() -> None:
 
     states = source_states(load_manifests())
     table = Table(
-        "manifest",
-        "framework",
-        "model",
-        "default",
-        "upstream @ commit",
-        "log format",
-        "env",
-        "checkout",
+        "manifest", "framework model", "commit", "log format", "env", "checkout", box=None
     )
     for st in states:
         m = st.manifest
-        env = (
-            m.environment.image
-            if m.environment.kind == "container"
-            else (f"pip, python {m.environment.python}")
-        )
+        env = m.environment
+        if env.kind == "container":
+            where = f"{env.runtime} {env.image.rsplit('/', 1)[-1]}"
+        else:
+            where = f"pip py{env.python}"
         table.add_row(
-            m.name,
-            m.framework,
-            m.model,
-            "yes" if m.default else "",
-            f"{m.upstream.url} @ {m.upstream.commit[:12]}",
+            m.name + (" *" if m.default else ""),
+            f"{m.framework} {m.model}",
+            m.upstream.commit[:12],
             m.log_format,
-            env,
+            where,
             st.state,
         )
     console.print(table)
+    console.print("* = the default for its framework and model")
     console.print(f"manifests: {manifests_dir()}")
 
 

@@ -105,7 +105,7 @@ def plan_nodes(
     hosts: Sequence[str] | None = None,
     master_port: int = DEFAULT_MASTER_PORT,
     data_dir: str = "",
-    out_dir: str = ".",
+    out_dir: str = "upstream-output",
 ) -> LaunchPlan:
     """Every node's command line for `spec` run by `manifest`'s upstream at `checkout`."""
     for knob, value in (("amp", spec.precision == "amp"), ("xla", spec.xla)):
@@ -170,7 +170,7 @@ def plan_nodes(
         argv = [fill(t, values) for t in argv_templates]
         env = {k: fill(v, values) for k, v in env_templates.items()}
         if container:
-            argv = container_argv(manifest.environment, checkout, cwd, env, argv)
+            argv = container_argv(manifest.environment, checkout, cwd, env, argv, out_dir)
             env, cwd_here = {}, str(checkout)
         else:
             cwd_here = cwd
@@ -189,17 +189,27 @@ def fill(template: str, values: Mapping[str, object]) -> str:
 
 
 def container_argv(
-    environment, checkout: Path, cwd: str, env: Mapping[str, str], argv: Sequence[str]
+    environment,
+    checkout: Path,
+    cwd: str,
+    env: Mapping[str, str],
+    argv: Sequence[str],
+    out_dir: str,
 ) -> list[str]:
-    """`argv` run inside the manifest's image with the checkout mounted at CONTAINER_SOURCE."""
-    mount = f"{checkout}:{CONTAINER_SOURCE}"
+    """`argv` run inside the manifest's image with the checkout mounted at CONTAINER_SOURCE and
+    the output folder at its own path."""
+    mounts = [f"{checkout}:{CONTAINER_SOURCE}"]
+    if out_dir.startswith("/"):
+        mounts.append(f"{out_dir}:{out_dir}")
     if environment.runtime == "docker":
         out = ["docker", "run", "--rm", "--network=host", "--ipc=host", "--gpus=all"]
-        out += ["-v", mount, "-w", cwd]
+        for mount in mounts:
+            out += ["-v", mount]
+        out += ["-w", cwd]
         for key, value in sorted(env.items()):
             out += ["-e", f"{key}={value}"]
         return [*out, environment.image, *argv]
-    out = ["apptainer", "exec", "--nv", "--bind", mount, "--pwd", cwd]
+    out = ["apptainer", "exec", "--nv", "--bind", ",".join(mounts), "--pwd", cwd]
     for key, value in sorted(env.items()):
         out += ["--env", f"{key}={value}"]
     return [*out, f"docker://{environment.image}", *argv]

@@ -44,6 +44,7 @@ class OfficialAdapter(Adapter):
         *,
         hosts: Sequence[str] | None = None,
         data_dir: str = "",
+        out_dir: Path | None = None,
     ) -> None:
         self.manifest = manifest
         self.name = manifest.framework
@@ -52,6 +53,7 @@ class OfficialAdapter(Adapter):
         self.checkout = checkout
         self.hosts = list(hosts or [])
         self.data_dir = data_dir
+        self.out_dir = out_dir
 
     def env_spec(self, device: str) -> EnvSpec | None:
         env = self.manifest.environment
@@ -76,11 +78,17 @@ class OfficialAdapter(Adapter):
             python=python,
             hosts=self.hosts,
             data_dir=self.data_dir,
+            out_dir=str(self.out_dir)
+            if self.out_dir
+            else "<results>/<config>/<id>/upstream-output",
         )
 
     def command(self, spec: BenchmarkSpec, python: str) -> Command:
         node = self.plan(spec, python).nodes[0]
-        return Command(list(node.argv), env=dict(node.env), cwd=Path(node.cwd))
+        if self.out_dir:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+        env = {"PYTHONDONTWRITEBYTECODE": "1", **node.env}
+        return Command(list(node.argv), env=env, cwd=Path(node.cwd))
 
     def parse(self, spec: BenchmarkSpec, log_text: str, events_text: str = "") -> ParsedRun:
         ctx = LogContext(spec.batch_size, spec.devices_per_node, spec.nodes)
@@ -96,10 +104,11 @@ def prepare_official(
     sources_dir: Path | None = None,
     hosts: Sequence[str] | None = None,
     data_dir: str = "",
+    out_dir: Path | None = None,
 ) -> OfficialAdapter:
     """Fetch (or reuse) the verified checkout and wrap the manifest as an adapter."""
     checkout = fetch_source(manifest.upstream, sources_dir=sources_dir)
-    return OfficialAdapter(manifest, checkout, hosts=hosts, data_dir=data_dir)
+    return OfficialAdapter(manifest, checkout, hosts=hosts, data_dir=data_dir, out_dir=out_dir)
 
 
 # --------------------------------------------------------------------------- importing logs

@@ -154,8 +154,11 @@ class OfficialOptions:
     data_dir: str = ""
 
 
-def adapter_for(spec: BenchmarkSpec, official: OfficialOptions | None = None) -> Adapter:
-    """The built-in adapter, or the spec's official implementation at a verified checkout."""
+def adapter_for(
+    spec: BenchmarkSpec, official: OfficialOptions | None = None, out_dir: Path | None = None
+) -> Adapter:
+    """The built-in adapter, or the spec's official implementation at a verified checkout
+    (its outputs go to `out_dir`, never into the checkout, which must stay verifiable)."""
     if spec.impl != "official":
         return get_adapter(spec.framework)
     opts = official or OfficialOptions()
@@ -164,6 +167,7 @@ def adapter_for(spec: BenchmarkSpec, official: OfficialOptions | None = None) ->
         sources_dir=opts.sources_dir,
         hosts=opts.hosts,
         data_dir=opts.data_dir,
+        out_dir=out_dir,
     )
 
 
@@ -212,13 +216,13 @@ def prepare_run(
     official: OfficialOptions | None = None,
 ) -> PreparedRun:
     cb = callbacks or RunCallbacks()
-    adapter = adapter_for(spec, official)
-    check_spec(adapter, spec)
     check_runnable(spec)
-    env_spec = adapter.env_spec(spec.device)
-    env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message) if env_spec else None
     result_id = result_id or new_result_id()
     raw_dir = result_dir(results_dir, spec.config_key()) / result_id
+    adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
+    check_spec(adapter, spec)
+    env_spec = adapter.env_spec(spec.device)
+    env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message) if env_spec else None
     raw_dir.mkdir(parents=True, exist_ok=True)
     return PreparedRun(spec, adapter, env, result_id, raw_dir)
 

@@ -44,6 +44,7 @@ else:  # pragma: no cover
 MARKER = ".dlperf-source.json"
 KNOBS = ("batch_size", "steps", "synthetic", "amp", "fp32", "xla", "no_xla", "multi_node")
 LOG_FORMATS = (
+    "absl_train_step",
     "dllogger_pytorch",
     "dllogger_tf1",
     "dllogger_mxnet",
@@ -385,8 +386,8 @@ def _write_marker(repo: Path, upstream: Upstream, patches: list[Patch]) -> None:
     tmp.rename(repo / MARKER)
     exclude = repo / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    with exclude.open("a") as f:
-        f.write(f"\n{MARKER}\n")
+    with exclude.open("a") as f:  # what running the code leaves behind is not a change to it
+        f.write(f"\n{MARKER}\n__pycache__/\n*.pyc\n")
 
 
 def verify_checkout(upstream: Upstream, repo: Path, patches: list[Patch] | None = None) -> None:

@@ -257,3 +257,109 @@ def test_mxnet_nvidia_fit_inclusive_ranges_from_every_rank() -> None:
     run = parse_log("mxnet_speed", "\n".join(lines), LogContext(256, 8))
     assert run.marks[-1].step == 130
     assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(2048.0)
+
+
+# ----------------------------------------------------------------- OneFlow-Benchmark
+# Lines verbatim from DLPerf's OneFlow extract scripts (extract_cnn_result.py /
+# extract_bert_result.py docstrings); cnns/util.py:120,159-160, BERT/util.py:158-159.
+
+ONEFLOW_CNN = """\
+train: epoch 0, iter 20, loss: 7.087004, top_1: 0.000000, top_k: 0.000000, samples/s: 3988.891 1597933942.9863544
+train: epoch 0, iter 120, loss: 1.050499, top_1: 1.000000, top_k: 1.000000, samples/s: 5917.583 1597933977.6064055
+"""  # noqa: E501
+ONEFLOW_BERT = """\
+step: 19, total_loss: 9.725, mlm_loss: 8.960, nsp_loss: 0.766, throughput: 54.982 1598056519.8844702
+step: 119, total_loss: 8.010, mlm_loss: 7.331, nsp_loss: 0.679, throughput: 139.896 1598056537.0029895
+"""  # noqa: E501
+
+
+def test_oneflow_benchmark_real_lines() -> None:
+    run = parse_log("oneflow_benchmark", ONEFLOW_CNN, LogContext(256, 8))
+    w = window_throughput(run.marks, 20, 100)
+    assert w.throughput == pytest.approx(2048 * 100 / (1597933977.6064055 - 1597933942.9863544))
+    # The upstream's own rate over its last 20 iterations agrees with the timestamps.
+    assert w.throughput == pytest.approx(5917.583, rel=0.001)
+    assert run.losses == [7.087004, 1.050499]
+
+    run = parse_log("oneflow_benchmark", ONEFLOW_BERT, LogContext(24, 1))
+    assert [m.step for m in run.marks] == [20, 120]  # step 19 is the 20th step
+    w = window_throughput(run.marks, 20, 100)
+    assert w.throughput == pytest.approx(24 * 100 / (1598056537.0029895 - 1598056519.8844702))
+
+
+def test_oneflow_validation_lines_and_a_crash() -> None:
+    text = ONEFLOW_CNN + (
+        "validation: epoch 0, iter 100, top_1: 0.001, top_k: 0.005, samples/s: 9000.000 "
+        "1597933999.0\nF0820 12:00:00 check failed: cudaMalloc: out of memory\n"
+    )
+    run = parse_log("oneflow_benchmark", text, LogContext(256, 8))
+    assert [m.step for m in run.marks] == [20, 120]
+    assert run.failure.startswith("out of memory")
+
+
+# ----------------------------------------------------------------- Paddle
+# PaddleCV image_classification/utils/utility.py:448-453, PaddleNLP BERT train.py:401-407
+# (README.md:114-118 example line), PaddleClas `[Train][Epoch e/E][Iter: i/N]... ips:` lines.
+
+
+def test_paddle_elapse_lines_chain_per_batch() -> None:
+    text = "\n".join(
+        f"2020-08-20 10:00:{b % 60:02d},000-INFO: [Pass 0, train batch {b}] \tloss 6.90421, "
+        f"acc1 0.00000, acc5 0.00781, lr 0.00100, elapse {0.5 if b < 5 else 0.25:2.4f} sec"
+        for b in range(120)
+    )
+    run = parse_log("paddle", text, LogContext(128, 8))
+    assert run.marks[-1].step == 120
+    assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(1024 / 0.25)
+
+
+def test_paddle_elapse_every_tenth_batch_cannot_chain() -> None:
+    text = "\n".join(
+        f"[Pass 0, train batch {b}] \tloss 6.9, acc1 0.0, acc5 0.0, lr 0.1, elapse 0.2500 sec"
+        for b in range(0, 120, 10)
+    )
+    run = parse_log("paddle", text, LogContext(128))
+    assert run.marks[-1].step == 1 and any("no throughput line covers" in n for n in run.notes)
+
+
+def test_paddle_bert_speed_counts_every_node() -> None:
+    text = "\n".join(
+        f"feed_queue size: 70, current learning_rate: 0.0001\nepoch: 1, progress: 1/1, "
+        f"step: {s}, loss: 10.487363, ppl: 17796.216797, next_sent_acc: 0.560417, "
+        f"speed: 4.000000 steps/s, file: demo_wiki_train.gz"
+        for s in range(1, 121)
+    )
+    # Two nodes: the upstream multiplies the rate by the node count, so the job did 2 steps/s.
+    run = parse_log("paddle", text, LogContext(32, 8, 2))
+    assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(2 * 32 * 16)
+    assert run.losses[0] == pytest.approx(10.487363)
+
+
+def test_paddleclas_ips_lines_are_per_card() -> None:
+    text = "\n".join(
+        f"[2022/04/04 17:51:{i % 60:02d}] ppcls INFO: [Train][Epoch 1/20][Iter: {i}/5005]lr: "
+        f"0.00031, CELoss: 4.64081, loss: 4.64081, batch_cost: 0.25000s, reader_cost: 0.01, "
+        f"ips: 512.00000 images/sec, eta: 0:08:23"
+        for i in range(0, 200, 10)
+    )
+    run = parse_log("paddle", text, LogContext(128, 4))
+    assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(4 * 512.0)
+    assert any("1 of 4 ranks" in n for n in run.notes)
+
+
+# ----------------------------------------------------------------- tensorflow/models BERT
+# official/nlp/bert/model_training_utils.py:484-505 'Train Step: %d/%d  / loss = %s' via absl.
+
+
+def test_absl_train_steps_across_new_years_eve() -> None:
+    from datetime import datetime, timedelta
+
+    start = datetime(2000, 12, 31, 23, 59, 30)
+    lines = []
+    for step in range(1, 121):
+        t = start + timedelta(seconds=0.4 * step)
+        lines.append(f"I{t:%m%d %H:%M:%S.%f} 140405777 model_training_utils.py:505] "
+                     f"Train Step: {step}/120  / loss = 10.5  lr = 0.0001")  # fmt: skip
+    run = parse_log("absl_train_step", "\n".join(lines), LogContext(32, 8))
+    assert run.marks[-1].step == 120 and run.failure is None
+    assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(256 / 0.4)

@@ -30,12 +30,14 @@ from dlperf.sources import (
 TRAIN_PY = '''\
 """Stand-in upstream trainer: paced steps, Keras TimeHistory log lines."""
 import argparse
+import os
 import time
 
 p = argparse.ArgumentParser()
 p.add_argument("--batch_size", type=int, default=32)
 p.add_argument("--log_steps", type=int, default=5)
 p.add_argument("--step_ms", type=float, default=10.0)
+p.add_argument("--model_dir", default="model")
 a = p.parse_args()
 STEPS = 10000  # upstream trains for a fixed, long schedule
 start = last = time.monotonic()
@@ -49,6 +51,9 @@ for step in range(1, STEPS + 1):
               f"seconds, {rate:.2f} examples/second between steps {step - a.log_steps} and "
               f"{step}", flush=True)
         last = now
+os.makedirs(a.model_dir, exist_ok=True)
+with open(os.path.join(a.model_dir, "checkpoint"), "w") as f:
+    f.write(str(STEPS))
 '''
 
 PATCHED_TRAIN_PY = TRAIN_PY.replace(
@@ -94,7 +99,7 @@ device = "cpu"
 
 [command]
 cwd = "."
-argv = ["{{python}}", "train.py", "--step_ms", "10"]
+argv = ["{{python}}", "train.py", "--step_ms", "10", "--model_dir={{out_dir}}/model"]
 
 [args]
 batch_size = ["--batch_size={{global_batch}}"]
@@ -104,6 +109,10 @@ multi_node = ["--worker_hosts={{node_ips}}", "--task_index={{node_rank}}"]
 [unsupported]
 xla = "the stand-in has no compiler"
 """
+
+
+def checkout_dir_of(upstream) -> Path:
+    return checkout_dir(find_manifest("calibration", "pace").upstream)
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -224,12 +233,14 @@ def test_per_node_commands_are_derived_not_hand_edited(upstream) -> None:
         overrides={"impl": "official", "nodes": 2, "devices_per_node": 4, "batch_size": 8},
     )
     assert (spec.source, spec.skip, spec.measure) == ("standin-pace", 10, 20)
-    adapter = OfficialAdapter(manifest, Path("/src"), hosts=["10.0.0.1", "10.0.0.2"])
+    adapter = OfficialAdapter(
+        manifest, Path("/src"), hosts=["10.0.0.1", "10.0.0.2"], out_dir=Path("out")
+    )
     plan = adapter.plan(spec, "/env/bin/python")
     assert [n.node_rank for n in plan.nodes] == [0, 1]
     for node in plan.nodes:
         assert node.argv == (
-            "/env/bin/python", "train.py", "--step_ms", "10",
+            "/env/bin/python", "train.py", "--step_ms", "10", "--model_dir=out/model",
             "--batch_size=64", "--train_steps=30",
             "--worker_hosts=10.0.0.1,10.0.0.2", f"--task_index={node.node_rank}",
         )  # fmt: skip
@@ -278,3 +289,7 @@ def test_official_run_end_to_end(upstream) -> None:
     }
     assert result.spec.source == "standin-pace" and result.origin == "run"
     assert json.loads(path.read_text())["source"]["commit"] == upstream["commit"]
+    # Upstream's outputs land beside the raw logs; the checkout stays exactly as verified.
+    raw = Path(result.repeats[0].log_path).parent
+    assert (raw / "upstream-output" / "model" / "checkpoint").read_text() == "30"
+    verify_checkout(find_manifest("calibration", "pace").upstream, checkout_dir_of(upstream))

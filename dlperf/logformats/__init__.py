@@ -12,17 +12,29 @@ from collections.abc import Callable
 
 from dlperf import DlperfError
 from dlperf.events import ParsedRun
-from dlperf.logformats import dllogger, gluonnlp, keras, mxnet_speed, pytorch_examples
+from dlperf.logformats import (
+    absl_train_step,
+    dllogger,
+    gluonnlp,
+    keras,
+    mxnet_speed,
+    oneflow_benchmark,
+    paddle,
+    pytorch_examples,
+)
 from dlperf.logformats.common import LogContext
 
 Parser = Callable[[str, LogContext], ParsedRun]
 
 FORMATS: dict[str, Parser] = {
+    "absl_train_step": absl_train_step.parse,
     "dllogger_pytorch": dllogger.parse_pytorch,
     "dllogger_tf1": dllogger.parse_tf1,
     "gluonnlp": gluonnlp.parse,
     "keras_time_history": keras.parse,
     "mxnet_speed": mxnet_speed.parse,
+    "oneflow_benchmark": oneflow_benchmark.parse,
+    "paddle": paddle.parse,
     "pytorch_examples": pytorch_examples.parse,
 }
 
