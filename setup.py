@@ -8,4 +8,7 @@ from setuptools import setup
 ADAPTERS = sorted(
     f"dlperf.adapters.{init.parent.name}" for init in Path("adapters").glob("*/__init__.py")
 )
-setup(packages=["dlperf", "dlperf.report", "dlperf.adapters", *ADAPTERS])
+DATA = ["dlperf.third_party_scripts", "dlperf.patches"]  # manifests and patches (no code)
+setup(
+    packages=["dlperf", "dlperf.report", "dlperf.logformats", "dlperf.adapters", *ADAPTERS, *DATA]
+)
