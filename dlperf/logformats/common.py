@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, TypeVar
 
 from dlperf.events import Mark, ParsedRun
 
+T = TypeVar("T")
 Counts = Literal["global", "rank"]  # a line's samples/rate: the whole job's, or one rank's
 
 
@@ -85,6 +86,32 @@ def _last_exception_line(tail: str) -> str | None:
         if line and not line.startswith((" ", "\t", "Traceback")):
             return line.strip()
     return None
+
+
+def first_epoch(
+    items: Iterable[T], run: ParsedRun, epoch_of: Callable[[T], str | None] = lambda m: m["epoch"]
+) -> Iterator[T]:
+    """The items of the first epoch seen (step counters restart with each epoch and the time
+    between epochs holds evaluation); a note says when later epochs were left out."""
+    first = None
+    dropped = False
+    for match in items:
+        epoch = epoch_of(match)
+        if first is None:
+            first = epoch
+        if epoch is None or epoch == first:
+            yield match
+        else:
+            dropped = True
+    if dropped:
+        run.notes.append(f"only epoch {first} is used; later epochs restart the step count")
+
+
+def logging_interval(steps: Iterable[int]) -> int | None:
+    """Steps between log lines: the smallest gap between consecutive logged steps."""
+    ordered = sorted(set(steps))
+    gaps = [b - a for a, b in zip(ordered, ordered[1:], strict=False)]
+    return min(gaps) if gaps else None
 
 
 def finite(value: str | float) -> float | None:

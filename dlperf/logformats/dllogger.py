@@ -19,7 +19,7 @@ import re
 from datetime import datetime
 
 from dlperf.events import ParsedRun
-from dlperf.logformats.common import LogContext, clock_marks, finish, finite
+from dlperf.logformats.common import LogContext, clock_marks, finish, finite, first_epoch
 
 PREFIX = re.compile(
     r"^DLL (?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?) - (?P<rest>.*)$", re.M
@@ -51,12 +51,8 @@ def _lines(text: str, step_re: re.Pattern, run: ParsedRun):
 
 def parse_pytorch(text: str, ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
-    points, first_epoch = [], None
-    for step, stamp in _lines(text, PYTORCH_STEP, run):
-        epoch = int(step["epoch"])
-        first_epoch = epoch if first_epoch is None else first_epoch
-        if epoch == first_epoch:  # iterations restart each epoch
-            points.append((int(step["step"]), stamp))
+    lines = first_epoch(_lines(text, PYTORCH_STEP, run), run, lambda line: line[0]["epoch"])
+    points = [(int(step["step"]), stamp) for step, stamp in lines]
     clock_marks(points, ctx.global_batch, run)
     return finish(run, text, "DLLogger Iteration lines")
 

@@ -14,7 +14,14 @@ from __future__ import annotations
 import re
 
 from dlperf.events import ParsedRun
-from dlperf.logformats.common import Interval, LogContext, finish, finite, intervals_to_marks
+from dlperf.logformats.common import (
+    Interval,
+    LogContext,
+    finish,
+    finite,
+    intervals_to_marks,
+    logging_interval,
+)
 
 LINE = re.compile(r"\[step (?P<step>\d+)\]\t(?P<body>[^\n]*?)latency=(?P<latency>\S+) ms/batch")
 LOSS = re.compile(r"mlm_loss=\s*(?P<loss>\S+)")
@@ -32,9 +39,7 @@ def parse(text: str, ctx: LogContext) -> ParsedRun:
         loss = LOSS.search(match["body"])
         if loss and finite(loss["loss"].rstrip("\t,")) is not None:
             run.losses.append(float(loss["loss"].rstrip("\t,")))
-    steps = sorted({s for s, _ in points})
-    gaps = [b - a for a, b in zip(steps, steps[1:], strict=False)]
-    interval = min(gaps) if gaps else 1
+    interval = logging_interval(s for s, _ in points) or 1
     intervals = [
         Interval(step - interval, step, interval * ctx.global_batch, per_step * interval)
         for step, per_step in points

@@ -18,7 +18,15 @@ from __future__ import annotations
 import re
 
 from dlperf.events import ParsedRun
-from dlperf.logformats.common import Interval, LogContext, finish, finite, intervals_to_marks
+from dlperf.logformats.common import (
+    Interval,
+    LogContext,
+    finish,
+    finite,
+    first_epoch,
+    intervals_to_marks,
+    logging_interval,
+)
 
 LINE = re.compile(
     r"Epoch\[(?P<epoch>\d+)\]\s*Batch\s*\[(?P<a>\d+)(?:-(?P<b>\d+))?\]\s+"
@@ -29,12 +37,7 @@ LINE = re.compile(
 def parse(text: str, ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
     rows: list[tuple[int | None, int, float]] = []
-    first_epoch = None
-    for match in LINE.finditer(text):
-        epoch = int(match["epoch"])
-        first_epoch = epoch if first_epoch is None else first_epoch
-        if epoch != first_epoch:
-            continue
+    for match in first_epoch(LINE.finditer(text), run):
         rate = finite(match["rate"])
         if rate is None or rate <= 0:
             run.malformed += 1
@@ -48,9 +51,7 @@ def parse(text: str, ctx: LogContext) -> ParsedRun:
     )
     if inclusive:
         rows = [(a, b + 1, rate) if a is not None else (a, b, rate) for a, b, rate in rows]
-    ends = sorted({end for _, end, _ in rows})
-    gaps = [b - a for a, b in zip(ends, ends[1:], strict=False)]
-    interval = min(gaps) if gaps else None
+    interval = logging_interval(end for _, end, _ in rows)
     intervals = []
     for start, end, rate in rows:
         if start is None:

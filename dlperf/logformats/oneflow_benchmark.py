@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from dlperf.events import ParsedRun
-from dlperf.logformats.common import LogContext, clock_marks, finish, finite
+from dlperf.logformats.common import LogContext, clock_marks, finish, finite, first_epoch
 
 CNN = re.compile(
     r"^train: epoch (?P<epoch>\d+), iter (?P<iter>\d+), loss: (?P<loss>\S+), "
@@ -32,12 +32,9 @@ BERT = re.compile(
 def parse(text: str, ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
     points: list[tuple[int, float]] = []
-    first_epoch = None
-    for m in CNN.finditer(text):
-        first_epoch = m["epoch"] if first_epoch is None else first_epoch
-        if m["epoch"] == first_epoch:
-            points.append((int(m["iter"]), float(m["ts"])))
-            _loss(run, m["loss"])
+    for m in first_epoch(CNN.finditer(text), run):
+        points.append((int(m["iter"]), float(m["ts"])))
+        _loss(run, m["loss"])
     if not points:
         for m in BERT.finditer(text):
             points.append((int(m["step"]) + 1, float(m["ts"])))

@@ -19,7 +19,15 @@ from __future__ import annotations
 import re
 
 from dlperf.events import ParsedRun
-from dlperf.logformats.common import Interval, LogContext, finish, finite, intervals_to_marks
+from dlperf.logformats.common import (
+    Interval,
+    LogContext,
+    finish,
+    finite,
+    first_epoch,
+    intervals_to_marks,
+    logging_interval,
+)
 
 ELAPSE = re.compile(
     r"\[Pass (?P<epoch>\d+), train batch (?P<batch>\d+)\][^\n]*?elapse (?P<sec>\S+) sec"
@@ -35,24 +43,16 @@ IPS = re.compile(
 LOSS = re.compile(r"\bloss:? (?P<loss>[-\w.+]+)")
 
 
-def _first_epoch(matches):
-    first = None
-    for m in matches:
-        first = m["epoch"] if first is None else first
-        if m["epoch"] == first:
-            yield m
-
-
 def parse(text: str, ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
     intervals: list[Interval] = []
     counts = "global"
-    for m in _first_epoch(ELAPSE.finditer(text)):
+    for m in first_epoch(ELAPSE.finditer(text), run):
         sec, batch = finite(m["sec"]), int(m["batch"])
         intervals.append(Interval(batch, batch + 1, ctx.global_batch, sec if sec else 0.0))
     if not intervals:
-        rows = [(int(m["step"]), finite(m["rate"])) for m in _first_epoch(SPEED.finditer(text))]
-        every = _interval([s for s, _ in rows])
+        rows = [(int(m["step"]), finite(m["rate"])) for m in first_epoch(SPEED.finditer(text), run)]
+        every = logging_interval(s for s, _ in rows) or 1
         for step, rate in rows:
             samples = every * ctx.global_batch
             # speed counts every node's steps: the job advances rate / nodes steps per second
@@ -60,8 +60,8 @@ def parse(text: str, ctx: LogContext) -> ParsedRun:
             intervals.append(Interval(step - every, step, samples, elapsed))
     if not intervals:
         counts = "rank"
-        rows = [(int(m["iter"]), finite(m["rate"])) for m in _first_epoch(IPS.finditer(text))]
-        every = _interval([i for i, _ in rows])
+        rows = [(int(m["iter"]), finite(m["rate"])) for m in first_epoch(IPS.finditer(text), run)]
+        every = logging_interval(i for i, _ in rows) or 1
         for i, rate in rows:
             samples = every * ctx.batch_size
             elapsed = samples / rate if rate and rate > 0 else 0.0
@@ -72,9 +72,3 @@ def parse(text: str, ctx: LogContext) -> ParsedRun:
             run.losses.append(value)
     intervals_to_marks(intervals, counts, ctx, run)
     return finish(run, text, "Paddle training lines")
-
-
-def _interval(steps: list[int]) -> int:
-    ordered = sorted(set(steps))
-    gaps = [b - a for a, b in zip(ordered, ordered[1:], strict=False)]
-    return min(gaps) if gaps else 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from dlperf.events import Mark, ParsedRun
-from dlperf.logformats.common import LogContext, finish, finite
+from dlperf.logformats.common import LogContext, finish, finite, first_epoch
 
 LINE = re.compile(
     r"Epoch: \[(?P<epoch>\d+)\]\[\s*(?P<batch>\d+)/\s*(?P<total>\d+)\]\s+"
@@ -26,19 +26,12 @@ LINE = re.compile(
 def parse(text: str, ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
     rows: dict[int, list[tuple[float, float]]] = {}  # batch index -> [(val, avg)] per rank
-    first_epoch = None
-    for match in LINE.finditer(text):
-        epoch = int(match["epoch"])
-        first_epoch = epoch if first_epoch is None else first_epoch
-        if epoch != first_epoch:
-            continue
+    for match in first_epoch(LINE.finditer(text), run):
         val, avg = finite(match["val"]), finite(match["avg"])
         if val is None or avg is None or val < 0 or avg < 0:
             run.malformed += 1
             continue
         rows.setdefault(int(match["batch"]), []).append((val, avg))
-    if first_epoch is not None and re.search(rf"Epoch: \[(?!{first_epoch}\])\d+\]", text):
-        run.notes.append(f"only epoch {first_epoch} is used; later epochs restart the clock")
     indices = sorted(rows)
     if not indices:
         return finish(run, text, "pytorch/examples progress lines")
