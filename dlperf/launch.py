@@ -170,7 +170,7 @@ def plan_nodes(
         argv = [fill(t, values) for t in argv_templates]
         env = {k: fill(v, values) for k, v in env_templates.items()}
         if container:
-            argv = container_argv(manifest.environment, checkout, cwd, env, argv, out_dir)
+            argv = container_argv(manifest.environment, checkout, cwd, env, argv, out_dir, data_dir)
             env, cwd_here = {}, str(checkout)
         else:
             cwd_here = cwd
@@ -195,12 +195,12 @@ def container_argv(
     env: Mapping[str, str],
     argv: Sequence[str],
     out_dir: str,
+    data_dir: str,
 ) -> list[str]:
     """`argv` run inside the manifest's image with the checkout mounted at CONTAINER_SOURCE and
-    the output folder at its own path."""
+    the output and data folders at their own paths."""
     mounts = [f"{checkout}:{CONTAINER_SOURCE}"]
-    if out_dir.startswith("/"):
-        mounts.append(f"{out_dir}:{out_dir}")
+    mounts += [f"{d}:{d}" for d in (out_dir, data_dir) if d.startswith("/")]
     if environment.runtime == "docker":
         out = ["docker", "run", "--rm", "--network=host", "--ipc=host", "--gpus=all"]
         for mount in mounts:

@@ -51,12 +51,12 @@ def window_throughput(marks: Sequence[Mark], skip: int, measure: int) -> WindowT
         )
     starts = [m for m in marks if m.step >= skip]
     ends = [m for m in marks if m.step <= end_target]
-    start, end = starts[0], ends[-1]
-    if end.step <= start.step:
+    if not ends or ends[-1].step <= starts[0].step:
         raise TooFewSteps(
             f"no two marks lie inside the window steps {skip}..{end_target}: the log's marks "
             "are coarser than the window; use a larger --measure"
         )
+    start, end = starts[0], ends[-1]
     inside = [m for m in marks if start.step < m.step <= end.step]
     samples = sum(m.samples for m in inside)
     elapsed = end.time - start.time

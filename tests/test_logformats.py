@@ -363,3 +363,9 @@ def test_absl_train_steps_across_new_years_eve() -> None:
     run = parse_log("absl_train_step", "\n".join(lines), LogContext(32, 8))
     assert run.marks[-1].step == 120 and run.failure is None
     assert window_throughput(run.marks, 20, 100).throughput == pytest.approx(256 / 0.4)
+
+
+def test_mpirun_rank_tags_are_stripped() -> None:
+    tagged = "\n".join(f"[1,0]<stdout>:{line}" for line in DLL_PYTORCH_REAL.splitlines())
+    run = parse_log("dllogger_pytorch", tagged, LogContext(128, 8, 2))
+    assert [m.step for m in run.marks] == [1, 2, 3, 7, 12]

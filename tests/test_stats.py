@@ -84,3 +84,9 @@ def test_noise_warnings_flag_unstable_numbers():
     outlier = noise_warnings(summarize([100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 300.0]))
     assert any("maximum" in w and "outlier" in w for w in outlier)
     assert any("too few" in w for w in noise_warnings(summarize([1.0, 1.0])))
+
+
+def test_marks_that_all_lie_after_the_window_are_too_few_steps():
+    marks = [Mark(150, 1.0, 0.0), Mark(200, 2.0, 100.0)]  # a log that starts late
+    with pytest.raises(TooFewSteps, match="no two marks lie inside the window steps 20..120"):
+        window_throughput(marks, 20, 100)

@@ -8,6 +8,7 @@ NVIDIA's DLLogger, for one, is shared by three frameworks. Manifests name their 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from dlperf import DlperfError
@@ -25,6 +26,8 @@ from dlperf.logformats import (
 from dlperf.logformats.common import LogContext
 
 Parser = Callable[[str, LogContext], ParsedRun]
+# mpirun --tag-output / horovodrun put "[1,0]<stdout>:" before every line of rank 0 of job 1.
+RANK_PREFIX = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:", re.M)
 
 FORMATS: dict[str, Parser] = {
     "absl_train_step": absl_train_step.parse,
@@ -46,7 +49,7 @@ def parse_log(log_format: str, text: str, ctx: LogContext) -> ParsedRun:
         raise DlperfError(
             f"unknown log format {log_format!r}; known: {', '.join(sorted(FORMATS))}"
         ) from None
-    return parser(text, ctx)
+    return parser(RANK_PREFIX.sub("", text), ctx)
 
 
 __all__ = ["FORMATS", "LogContext", "parse_log"]
