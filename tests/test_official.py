@@ -110,3 +110,24 @@ def test_died_and_truncated_logs_are_failed_repeats_never_nan(
         pytest.approx(result.repeats[0].throughput)
     ]
     assert "no usable Keras TimeHistory lines" in result.repeats[3].message
+
+
+@pytest.mark.multiprocess
+def test_ootb_events_files_import_like_the_run_that_wrote_them(tmp_path: Path) -> None:
+    from dlperf.runner import resolve_spec, run_benchmark
+
+    spec = resolve_spec(
+        "calibration", "pace", preset="smoke",
+        overrides={"skip": 3, "measure": 10, "repeats": 2, "batch_size": 10,
+                   "options": {"step_ms": "20"}},
+    )  # fmt: skip
+    ran, _ = run_benchmark(spec, tmp_path / "ran")
+    events = [Path(r.events_path) for r in ran.repeats]
+    ((imported, _),) = import_logs(
+        "calibration", "pace", events, impl="ootb",
+        overrides={"batch_size": 10, "skip": 3, "measure": 10, "device": "cpu"},
+        results_dir=tmp_path / "imported",
+    )  # fmt: skip
+    assert imported.origin == "parse" and imported.source is None
+    assert [r.throughput for r in imported.repeats] == [r.throughput for r in ran.repeats]
+    assert imported.metrics.throughput.median == ran.metrics.throughput.median
