@@ -479,7 +479,10 @@ def parse(
     nodes: Annotated[int | None, typer.Option(help="Nodes (else from the path).")] = None,
     devices_per_node: Annotated[int | None, typer.Option(help="Else from the path.")] = None,
     amp: Annotated[bool | None, typer.Option("--amp/--fp32", help="Else from the path.")] = None,
-    device: Annotated[str, typer.Option(help="cpu or cuda: what the logs ran on.")] = "cuda",
+    device: Annotated[
+        str | None,
+        typer.Option(help="cpu or cuda (default: the upstream's device, or the events file's)."),
+    ] = None,
     skip: Annotated[int | None, typer.Option(help="Default: the manifest's window.")] = None,
     measure: Annotated[int | None, typer.Option(help="Default: the manifest's window.")] = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,

@@ -18,7 +18,7 @@ from dlperf import DlperfError
 from dlperf.adapter import Adapter, Command
 from dlperf.adapters import get_adapter
 from dlperf.envs import EnvSpec
-from dlperf.events import ParsedRun
+from dlperf.events import ParsedRun, parse_events
 from dlperf.launch import LaunchPlan, plan_nodes
 from dlperf.logformats import LogContext, parse_log
 from dlperf.schema import BenchmarkSpec, RepeatStatus, Result, SourceInfo
@@ -184,6 +184,13 @@ def group_logs(paths: Iterable[Path], overrides: dict[str, object]) -> list[LogG
     return sorted(groups.values(), key=lambda g: tuple(sorted(g.settings.items())))
 
 
+def _logged_device(framework: str, model: str, impl: str, source: object, first_log: Path) -> str:
+    if impl == "official":
+        return find_manifest(framework, model, str(source) if source else None).environment.device
+    start = parse_events(first_log.read_text(errors="replace")).start
+    return "cuda" if str(start.get("device", "cpu")).startswith("cuda") else "cpu"
+
+
 def import_logs(
     framework: str,
     model: str,
@@ -209,6 +216,10 @@ def import_logs(
             raise DlperfError(
                 f"{group.paths[0]}: the batch size is not in the path (DLPerf names logs "
                 "<NnMg>/<name>_b<BATCH>_<precision>_<repeat>.log); pass --batch-size"
+            )
+        if "device" not in settings:  # what the logs ran on: upstream's device, or the events say
+            settings["device"] = _logged_device(
+                framework, model, impl, settings.get("source"), group.paths[0]
             )
         spec = resolve_spec(framework, model, preset="dlperf", overrides=settings)
         if impl == "official":

@@ -125,9 +125,10 @@ def test_ootb_events_files_import_like_the_run_that_wrote_them(tmp_path: Path) -
     events = [Path(r.events_path) for r in ran.repeats]
     ((imported, _),) = import_logs(
         "calibration", "pace", events, impl="ootb",
-        overrides={"batch_size": 10, "skip": 3, "measure": 10, "device": "cpu"},
+        overrides={"batch_size": 10, "skip": 3, "measure": 10},
         results_dir=tmp_path / "imported",
     )  # fmt: skip
     assert imported.origin == "parse" and imported.source is None
+    assert imported.spec.device == "cpu"  # from the events' start line
     assert [r.throughput for r in imported.repeats] == [r.throughput for r in ran.repeats]
     assert imported.metrics.throughput.median == ran.metrics.throughput.median
