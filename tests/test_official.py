@@ -50,6 +50,9 @@ def test_parse_and_report_reproduce_dlperf_tf2_resnet50(fixtures: Path, tmp_path
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert float(cells[3]) == pytest.approx(float(median), rel=0.001)
         assert cells[4] == speedup
+        assert float(cells[5].rstrip("%")) == pytest.approx(
+            100 * float(speedup) / int(devices), abs=0.6
+        )
     assert "official: tensorflow-models-resnet50 @ " in md
     assert "| imported log | ok |" in md
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from dlperf.schema import DEVICES, IMPLS, MODES, PRECISIONS, Repeat, RepeatStatus, Result
+from dlperf.schema import (
+    DEVICES,
+    IMPLS,
+    MODES,
+    PRECISIONS,
+    Repeat,
+    RepeatStatus,
+    Result,
+    ResultStatus,
+)
 from dlperf.store import latest_per_config
 
 MESSAGE_CHARS = 120
@@ -150,3 +159,28 @@ def hardware_label(results: Sequence[Result]) -> str:
         else:
             names.add(env.cpu or env.device_name or "CPU")
     return ", ".join(sorted(names))
+
+
+def scaling_series(results: Sequence[Result], model: str) -> dict[str, list[tuple[int, float]]]:
+    """Per framework table (label -> [(devices, speedup)]) with at least two topologies, where
+    speedup is against the 1x1 result of the same configuration and batch per device."""
+    chosen = [r for r in select(results, model) if r.metrics.throughput is not None]
+    groups: dict[tuple, list[Result]] = {}
+    for r in chosen:
+        if r.status == ResultStatus.failed:
+            continue
+        c = Config.of(r)
+        groups.setdefault((r.spec.framework, c.group(), c.batch), []).append(r)
+    series = {}
+    for (framework, _, batch), group in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        base = [r for r in group if r.spec.world_size == 1]
+        if not base or len(group) < 2:
+            continue
+        one = base[0].metrics.throughput.median
+        points = sorted((r.spec.world_size, r.metrics.throughput.median / one) for r in group)
+        c = Config.of(group[0])
+        label = f"{framework} {c.precision_label} b{batch}" + (
+            f" ({c.impl_label})" if c.impl_label != "ootb" else ""
+        )
+        series[label] = points
+    return series

@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.report._data import Config, configs, frameworks, hardware_label, select
+from dlperf.report._data import (
+    Config,
+    configs,
+    frameworks,
+    hardware_label,
+    scaling_series,
+    select,
+)
 from dlperf.schema import Result, ResultStatus
 
 FIGSIZE = (10.0, 5.5)
@@ -40,7 +47,7 @@ def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
     if not cols:
         ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
         ax.set_xticks([])
-    by_key = {(Config.of(r), r.spec.framework): r for r in chosen}
+    by_key = {(Config.of(r).row_key(), r.spec.framework): r for r in chosen}
     width = 0.8 / max(len(fws), 1)
     for j, fw in enumerate(fws):
         xs, heights, low, high, failed_xs = [], [], [], [], []
@@ -72,3 +79,31 @@ def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+
+
+def render_scaling_chart(results: Sequence[Result], model: str, path: Path) -> bool:
+    """Speedup vs devices per framework with the ideal (linear) line; False when no framework
+    has results at more than one topology (nothing is drawn then)."""
+    series = scaling_series(results, model)
+    if not series:
+        return False
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 5.0), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    top = max(d for points in series.values() for d, _ in points)
+    ax.plot([1, top], [1, top], linestyle="--", color="grey", label="ideal (linear)")
+    for i, (label, points) in enumerate(series.items()):
+        ax.plot([d for d, _ in points], [s for _, s in points], marker="o", color=f"C{i % 10}",
+                label=label)  # fmt: skip
+    ax.set_xlabel("devices (nodes x devices per node)")
+    ax.set_ylabel("speedup vs 1 device (median samples/s)")
+    ax.set_title(f"{model} scaling", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+    return True

@@ -14,6 +14,7 @@ from dlperf.report._data import (
     ok_count,
     one_line,
     repeats_in_order,
+    scaling_series,
     select,
 )
 from dlperf.schema import RepeatStatus, Result, ResultStatus
@@ -41,6 +42,9 @@ def render_model_report(results: Sequence[Result], model: str) -> str:
     lines += _measurement(chosen, footnotes)
     lines += _hardware(chosen)
     lines += _cross_framework(chosen, model)
+    if scaling_series(chosen, model):
+        lines += ["## Scaling", "", "Speedup vs devices per framework, with the ideal line:", ""]
+        lines += [f"![{model} scaling]({model}-scaling.png)", ""]
     for framework in frameworks(chosen):
         lines += _framework_section(framework, chosen, footnotes)
     lines += _all_results(chosen)
@@ -104,8 +108,10 @@ def _measurement(results: Sequence[Result], footnotes: dict[str, int]) -> list[s
         "number is the median over the ok repeats (as DLPerf); the spread is the min–max and the "
         "coefficient of variation (CV = standard deviation / mean) over the same repeats. "
         "Speedup is the median divided by the median of the 1x1 (one node, one device) row of "
-        "the same table and batch size per device. MFU (model FLOP utilization) is the achieved "
-        "model FLOP/s (FLOPs per sample x median samples/s) divided by the device's peak FLOP/s.",
+        "the same table and batch size per device; scaling efficiency is the speedup divided by "
+        "the number of devices (nodes x devices per node). MFU (model FLOP utilization) is the "
+        "achieved model FLOP/s (FLOPs per sample x median samples/s) divided by the device's "
+        "peak FLOP/s.",
         "",
     ]
     if footnotes:
@@ -236,6 +242,7 @@ def _framework_section(
             "batch/device",
             "median samples/s",
             "speedup",
+            "scaling efficiency",
             "min–max",
             "CV",
             "repeats ok",
@@ -252,6 +259,7 @@ def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]
     s, t, m = result.spec, result.metrics.throughput, result.metrics
     ok = result.status != ResultStatus.failed and t is not None
     speedup = f"{t.median / base:.2f}" if ok and base else DASH
+    efficiency = f"{100 * t.median / base / s.world_size:.1f}%" if ok and base else DASH
     mfu = DASH
     if ok and m.mfu is not None:
         mfu = f"{100 * m.mfu:.2f}%"
@@ -263,6 +271,7 @@ def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]
         str(s.batch_size),
         _median(result, with_counts=False),
         speedup,
+        efficiency,
         f"{t.min:.2f}–{t.max:.2f}" if ok else DASH,
         f"{100 * t.cv:.1f}%" if ok else DASH,
         f"{ok_count(result)}/{len(result.repeats)}",

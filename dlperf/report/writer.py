@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dlperf.models import MODELS
 from dlperf.report._data import configs, frameworks, select
-from dlperf.report.chart import render_chart
+from dlperf.report.chart import render_chart, render_scaling_chart
 from dlperf.report.markdown import GENERATED, render_model_report
 from dlperf.schema import Result, ResultStatus
 from dlperf.store import latest_per_config, load_results
@@ -30,6 +30,11 @@ def write_reports(results_dir: Path, reports_dir: Path) -> list[Path]:
         png = reports_dir / f"{stem}.png"
         render_chart(results, model, png)
         written += [md, png]
+        scaling = reports_dir / f"{stem}-scaling.png"
+        if render_scaling_chart(results, model, scaling):
+            written.append(scaling)
+        else:
+            scaling.unlink(missing_ok=True)
     index = reports_dir / "README.md"
     index.write_text(render_index(results))
     written.append(index)
