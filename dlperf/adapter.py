@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dlperf import DlperfError
 from dlperf.envs import EnvSpec
 from dlperf.events import ParsedRun, parse_events
 from dlperf.schema import BenchmarkSpec, SourceInfo
@@ -43,6 +44,17 @@ class Adapter(ABC):
     def parse(self, spec: BenchmarkSpec, log_text: str, events_text: str) -> ParsedRun:
         """Step marks of one repeat. Built-in workloads write events; official ones override."""
         return parse_events(events_text)
+
+    def node_command(
+        self, spec: BenchmarkSpec, python: str, node_rank: int, master_addr: str, master_port: int
+    ) -> Command:
+        """One node's agent of a data-parallel job: it starts `spec.devices_per_node` ranks and
+        joins the group at master_addr:master_port. Each rank writes the events file named by
+        DLPERF_EVENTS with "{rank}" replaced by its global rank."""
+        raise DlperfError(
+            f"{self.name} has no data-parallel launcher yet; run it with --nodes 1 "
+            "--devices-per-node 1"
+        )
 
     def source_info(self) -> SourceInfo | None:
         """The upstream code this adapter runs, recorded in every result (official only)."""

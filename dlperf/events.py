@@ -91,3 +91,29 @@ def _finite(value: Any) -> float:
     if not math.isfinite(number):
         raise ValueError("not finite")
     return number
+
+
+def merge_ranks(runs: list[ParsedRun]) -> ParsedRun:
+    """One job's marks from every rank's: a step takes as long as its slowest rank (max-reduce
+    of per-step durations, as SuperBench does), its samples are all ranks' samples. Only
+    differences within one rank's clock are used, so ranks on different hosts combine safely.
+    Steps that not every rank reached are dropped; rank 0's start line describes the job."""
+    merged = ParsedRun(
+        start=dict(runs[0].start) if runs else {},
+        ended=all(r.ended for r in runs),
+        unsupported=next((r.unsupported for r in runs if r.unsupported), None),
+        malformed=sum(r.malformed for r in runs),
+        notes=[note for r in runs for note in r.notes],
+        failure=next((r.failure for r in runs if r.failure), None),
+    )
+    by_rank = [{m.step: m for m in r.marks} for r in runs]
+    common = sorted(set.intersection(*(set(m) for m in by_rank))) if by_rank else []
+    if not common:
+        return merged
+    merged.marks.append(Mark(common[0], 0.0, 0.0))
+    for prev, step in zip(common, common[1:], strict=False):
+        slowest = max(marks[step].time - marks[prev].time for marks in by_rank)
+        samples = sum(marks[step].samples for marks in by_rank)
+        merged.marks.append(Mark(step, merged.marks[-1].time + slowest, samples))
+    merged.losses = list(runs[0].losses)
+    return merged

@@ -54,9 +54,9 @@ class ProcResult:
     """How one subprocess ended.
 
     `exit_code` is None when dlperf killed the process (timeouts), so callers never mistake a
-    kill for the workload's own verdict. `outcome` is "exited", "timeout" or "no_output"
-    ("interrupted" is reserved for callers recording a KeyboardInterrupt, which run_process
-    re-raises instead of returning).
+    kill for the workload's own verdict. `outcome` is "exited", "timeout", "no_output" or
+    "cancelled" ("interrupted" is reserved for callers recording a KeyboardInterrupt, which
+    run_process re-raises instead of returning).
     """
 
     exit_code: int | None
@@ -76,6 +76,7 @@ def run_process(
     watch_paths: Sequence[Path] = (),
     kill_grace_s: float = 5.0,
     on_line: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> ProcResult:
     """Run `argv` to completion (or until a timeout) with its output streamed to `log_path`.
 
@@ -92,6 +93,9 @@ def run_process(
     `on_line` is called from the reader thread with each output line (without the newline), in
     order, as it arrives; if it raises, the error is noted in the log and it is not called again,
     because the pipe must keep being drained or the child would block.
+
+    `cancel`, when set by another thread, kills the group too (outcome "cancelled"): the other
+    node agents of a multi-node job use it when one of them fails.
 
     KeyboardInterrupt while waiting kills the group and is re-raised, with the log complete and
     closed. A missing or non-executable program raises DlperfError.
@@ -114,7 +118,9 @@ def run_process(
         notes: list[str] = []
         try:
             try:
-                outcome, reason = _wait(proc, reader, start, timeout_s, no_output_timeout_s, watch)
+                outcome, reason = _wait(
+                    proc, reader, start, timeout_s, no_output_timeout_s, watch, cancel
+                )
             except KeyboardInterrupt:
                 notes.append(_kill_tree(proc, pgid, kill_grace_s, "KeyboardInterrupt"))
                 raise
@@ -305,6 +311,7 @@ def _wait(
     timeout_s: float | None,
     no_output_timeout_s: float | None,
     watch: Sequence[Path],
+    cancel: threading.Event | None = None,
 ) -> tuple[str, str]:
     """Wait for the child to exit or a timeout to fire. Returns (outcome, reason for the log)."""
     last_sig = _watch_signature(watch) if watch else ()
@@ -316,6 +323,8 @@ def _wait(
         except subprocess.TimeoutExpired:
             pass
         now = time.monotonic()
+        if cancel is not None and cancel.is_set():
+            return "cancelled", "another part of the job failed"
         if timeout_s is not None and now - start >= timeout_s:
             return "timeout", f"total timeout of {timeout_s:.1f} s"
         if no_output_timeout_s is not None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -23,10 +25,10 @@ from dlperf import DlperfError, __version__, system
 from dlperf.adapter import Adapter
 from dlperf.adapters import get_adapter
 from dlperf.envs import Env, ensure_env
-from dlperf.events import EVENTS_ENV, ParsedRun
+from dlperf.events import EVENTS_ENV, ParsedRun, merge_ranks, parse_events
 from dlperf.models import PRESETS, get_model, preset_values
 from dlperf.official import prepare_official
-from dlperf.proc import run_process, tail
+from dlperf.proc import ProcResult, run_process, tail
 from dlperf.schema import (
     BenchmarkSpec,
     Environment,
@@ -137,11 +139,11 @@ def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
 
 def check_runnable(spec: BenchmarkSpec) -> None:
     """What this version can launch (importing logs of bigger runs is fine)."""
-    if spec.world_size > 1:
+    if spec.world_size > 1 and spec.impl == "official":
         raise DlperfError(
-            f"{spec.nodes} node(s) x {spec.devices_per_node} device(s): multi-device launchers "
-            "are not available yet; run with --nodes 1 --devices-per-node 1 (`--dry-run` "
-            "prints an official implementation's per-node commands for any size)"
+            f"{spec.nodes} node(s) x {spec.devices_per_node} device(s): launching an official "
+            "implementation on several devices is not available yet; `--dry-run` prints every "
+            "node's command line"
         )
 
 
@@ -198,6 +200,8 @@ class PreparedRun:
     def run_repeat(self, index: int) -> Repeat:
         python = str(self.env.python) if self.env else sys.executable
         base_env = self.env.run_env() if self.env else dict(os.environ)
+        if self.spec.world_size > 1:
+            return run_job_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
         return run_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
 
     def finish(self, results_dir: Path, repeats: list[Repeat]) -> tuple[Result, Path]:
@@ -308,6 +312,114 @@ def run_repeat(
         events_path=str(events_path),
         log_tail="" if status == RepeatStatus.ok else tail(log_path),
         observed_elapsed_s=observed,
+    )
+
+
+def free_port() -> int:
+    """A TCP port free on this host now, so two jobs on one host do not collide."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+JOB_OUTCOME_ORDER = ("timeout", "no_output", "exited", "cancelled")
+
+
+def run_job_repeat(
+    adapter: Adapter,
+    spec: BenchmarkSpec,
+    index: int,
+    python: str,
+    base_env: Mapping[str, str],
+    raw_dir: Path,
+) -> Repeat:
+    """One repeat of a data-parallel job: a node agent per node (all on this host: the local
+    launcher), started together, each with its own log; when one fails, the others are
+    stopped at once (no rank is left waiting in a collective). Every rank writes its own
+    events file; the job's marks are their max-reduce (`merge_ranks`)."""
+    events_template = raw_dir / f"repeat-{index}.events.rank{{rank}}.jsonl"
+    rank_files = [
+        Path(str(events_template).replace("{rank}", str(r))) for r in range(spec.world_size)
+    ]
+    for path in rank_files:
+        path.unlink(missing_ok=True)
+    port = free_port()
+    commands = [adapter.node_command(spec, python, n, "127.0.0.1", port) for n in range(spec.nodes)]
+    cancel = threading.Event()
+    results: list[ProcResult | None] = [None] * spec.nodes
+    errors: list[BaseException] = []
+    m = spec.devices_per_node
+
+    def agent(n: int) -> None:
+        cmd = commands[n]
+        try:
+            results[n] = run_process(
+                cmd.argv,
+                log_path=raw_dir / f"repeat-{index}.node{n}.log",
+                env={**base_env, **cmd.env, EVENTS_ENV: str(events_template)},
+                cwd=cmd.cwd,
+                timeout_s=spec.timeout_s,
+                no_output_timeout_s=spec.no_output_timeout_s,
+                watch_paths=rank_files[n * m : (n + 1) * m],
+                cancel=cancel,
+            )
+            if results[n].outcome != "exited" or results[n].exit_code != 0:
+                cancel.set()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+            cancel.set()
+
+    threads = [threading.Thread(target=agent, args=(n,), daemon=True) for n in range(spec.nodes)]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+    except KeyboardInterrupt:
+        cancel.set()
+        for t in threads:
+            t.join()
+        raise
+    if errors:
+        raise errors[0]
+    procs = [r for r in results if r is not None]
+    # The job's outcome is its first real failure; nodes stopped because of it are victims.
+    failing = [(n, r) for n, r in enumerate(procs) if r.outcome != "exited" or r.exit_code != 0]
+    failing.sort(key=lambda nr: JOB_OUTCOME_ORDER.index(nr[1].outcome))
+    first_bad = next(((n, r) for n, r in failing if r.outcome != "cancelled"), None)
+    node, proc = first_bad or (0, procs[0])
+    runs = [
+        parse_events(p.read_text(errors="replace")) if p.exists() else ParsedRun()
+        for p in rank_files
+    ]
+    parsed = merge_ranks(runs)
+    status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
+    if first_bad is not None and message:
+        message = f"node {node}: {message}"
+    warnings = list(parsed.notes)
+    reached = [r.marks[-1].step if r.marks else 0 for r in runs]
+    if len(set(reached)) > 1:
+        warnings.append(f"ranks reached different steps: {reached}")
+    rank_elapsed = []
+    if window:
+        for r in runs:
+            marks = {mk.step: mk.time for mk in r.marks}
+            rank_elapsed.append(round(marks[window.end_step] - marks[window.start_step], 6))
+    return make_repeat(
+        index,
+        status,
+        message,
+        window,
+        parsed,
+        warnings=warnings,
+        wall_s=round(max(p.wall_s for p in procs), 4),
+        exit_code=proc.exit_code,
+        command=list(commands[0].argv),
+        log_path=str(proc.log_path),
+        events_path=str(events_template),
+        log_tail="" if status == RepeatStatus.ok else tail(proc.log_path),
+        rank_elapsed_s=rank_elapsed,
     )
 
 

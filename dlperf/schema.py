@@ -143,6 +143,8 @@ class Repeat(_Frozen):
     step_times_s: list[float] = Field(default_factory=list)
     # The same window timed from outside: when the host saw the workload's `step N/` log lines.
     observed_elapsed_s: float | None = None
+    # Data-parallel jobs: each rank's own time over the window (the job's is the max-reduce).
+    rank_elapsed_s: list[float] = Field(default_factory=list)
     wall_s: float = 0.0
     exit_code: int | None = None
     command: list[str] = Field(default_factory=list)

@@ -22,6 +22,8 @@ OPTIONS = {
     "garbage_every": "write a malformed line among the events after every K-th step",
     "flops_per_sample": "model FLOPs per sample to report (exercises the MFU path)",
     "clock_scale": "scale the step marks' times by F, as a workload timing the wrong thing would",
+    "fault_rank": "with --nodes/--devices-per-node: only rank R crashes, hangs or exits as asked",
+    "slow_rank": "with --nodes/--devices-per-node: rank R's steps take twice as long",
 }
 
 
@@ -48,6 +50,15 @@ class CalibrationAdapter(Adapter):
         for key, value in sorted(spec.options.items()):
             argv += [f"--{key.replace('_', '-')}", value]
         return Command(argv)
+
+    def node_command(
+        self, spec: BenchmarkSpec, python: str, node_rank: int, master_addr: str, master_port: int
+    ) -> Command:
+        """pace.py as its own node agent: it starts this node's ranks (no collectives: the
+        ranks only pace themselves; the runner's max-reduce makes a slow rank slow the job)."""
+        argv = self.command(spec, python).argv
+        argv += ["--world-size", str(spec.world_size), "--node-rank", str(node_rank)]
+        return Command([*argv, "--ranks-per-node", str(spec.devices_per_node)])
 
 
 ADAPTER = CalibrationAdapter()

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 
@@ -35,9 +36,21 @@ def main() -> int:
     p.add_argument("--garbage-every", type=int)
     p.add_argument("--flops-per-sample", type=float, default=0.0)
     p.add_argument("--clock-scale", type=float, default=1.0)
+    p.add_argument("--fault-rank", type=int, help="only this rank crashes/hangs/exits as asked")
+    p.add_argument("--slow-rank", type=int, help="this rank's steps take twice as long")
+    p.add_argument("--ranks-per-node", type=int, default=1)
+    p.add_argument("--node-rank", type=int, default=0)
+    p.add_argument("--world-size", type=int, default=1)
     a = p.parse_args()
+    if a.world_size > 1 and "RANK" not in os.environ:
+        return node_agent(a)
+    rank = int(os.environ.get("RANK", "0"))
+    if a.fault_rank is not None and rank != a.fault_rank:
+        a.crash_at_step = a.hang_at_step = a.exit_at_step = None
+    if a.slow_rank is not None and rank == a.slow_rank:
+        a.step_ms *= 2
 
-    path = os.environ.get("DLPERF_EVENTS")
+    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
     events = open(path, "a", buffering=1) if path else None  # noqa: SIM115
 
     def emit(**event: object) -> None:
@@ -56,6 +69,8 @@ def main() -> int:
         flops_per_sample=a.flops_per_sample,
         batch_size=a.batch_size,
         step_ms=a.step_ms,
+        rank=rank,
+        world_size=a.world_size,
     )
     print(f"pace: batch {a.batch_size}, period {a.step_ms} ms, {a.steps} steps", flush=True)
     period = a.step_ms / 1000.0
@@ -83,6 +98,29 @@ def main() -> int:
             print("%%% garbage line %%%", flush=True)
     emit(event="end", time=time.monotonic())
     return 0
+
+
+def node_agent(a: argparse.Namespace) -> int:
+    """Start this node's ranks (as torchrun would) and fail fast: when one rank fails, stop
+    the others and exit with its status."""
+    first = a.node_rank * a.ranks_per_node
+    children = []
+    for local in range(a.ranks_per_node):
+        env = {**os.environ, "RANK": str(first + local), "LOCAL_RANK": str(local),
+               "WORLD_SIZE": str(a.world_size)}  # fmt: skip
+        children.append(subprocess.Popen([sys.executable, *sys.argv], env=env))
+    while True:
+        codes = [c.poll() for c in children]
+        failed = [code for code in codes if code not in (None, 0)]
+        if failed or all(code == 0 for code in codes):
+            break
+        time.sleep(0.05)
+    for c in children:
+        if c.poll() is None:
+            c.terminate()
+    for c in children:
+        c.wait()
+    return failed[0] if failed else 0
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlperf.adapter import WorkloadScriptAdapter
+from dlperf.adapter import Command, WorkloadScriptAdapter
+from dlperf.schema import BenchmarkSpec
 
 
 class PyTorchAdapter(WorkloadScriptAdapter):
@@ -20,6 +21,19 @@ class PyTorchAdapter(WorkloadScriptAdapter):
             "threads": "torch.set_num_threads(N) in the workload (default: PyTorch's own choice)",
             "seed": "seed for the synthetic data and weights (default 0)",
         }
+
+    def node_command(
+        self, spec: BenchmarkSpec, python: str, node_rank: int, master_addr: str, master_port: int
+    ) -> Command:
+        """torchrun as the node agent: static rendezvous at the master, one rank per device."""
+        workload = self.command(spec, python)
+        launcher = [
+            python, "-m", "torch.distributed.run",
+            f"--nnodes={spec.nodes}", f"--nproc-per-node={spec.devices_per_node}",
+            f"--node-rank={node_rank}", f"--master-addr={master_addr}",
+            f"--master-port={master_port}", "--max-restarts=0",
+        ]  # fmt: skip
+        return Command([*launcher, *workload.argv[1:]], env=workload.env, cwd=workload.cwd)
 
 
 ADAPTER = PyTorchAdapter()

@@ -422,8 +422,21 @@ def main(argv: list[str] | None = None) -> int:
               f"(torch {torch.__version__}, CUDA build: {torch.version.cuda})",
               file=sys.stderr, flush=True)  # fmt: skip
         return 2
-    device = torch.device(args.device)
+    # Data parallel when a launcher (torchrun) started several ranks: one process per device,
+    # gradients all-reduced every step (gloo on CPU, NCCL on CUDA), batch = per device.
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+        if args.device == "cpu" and not args.threads:  # ranks on one host share its cores
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
+    device = torch.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
     if device.type == "cuda":
+        torch.cuda.set_device(device)
         # Honest fp32: no silent TF32 for matmuls/convolutions (it also keeps AMP runs' fp32
         # ops in true fp32). cudnn.benchmark picks the fastest conv algorithms for the fixed
         # shapes, as every reference training script does.
@@ -431,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.benchmark = True
 
-    path = os.environ.get("DLPERF_EVENTS")
+    # One events file per rank: the runner gives a path with "{rank}" in it for multi-rank jobs.
+    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
     events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
 
     def emit(**event: object) -> None:
@@ -439,9 +453,16 @@ def main(argv: list[str] | None = None) -> int:
             events.write(json.dumps(event) + "\n")
             events.flush()
 
-    torch.manual_seed(args.seed)
+    torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = build_model(args).to(device)
     model.train()
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = DistributedDataParallel(
+            model, device_ids=[local_rank] if device.type == "cuda" else None
+        )
+        args.seed += rank  # each rank its own synthetic batch
     params = count_params(model)
     flops = training_flops_per_sample(args)
     amp_dtype = None
@@ -468,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
         tf32=False if device.type == "cuda" else None,
         cpu_capability=torch.backends.cpu.get_cpu_capability() if device.type == "cpu" else None,
         cpu_native_bf16=native_bf16,
+        rank=rank,
+        world_size=world,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
@@ -509,6 +532,8 @@ def main(argv: list[str] | None = None) -> int:
 
     end = time.monotonic()
     emit(event="end", time=end)
+    if world > 1:
+        torch.distributed.destroy_process_group()
     if args.steps:
         print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
     if events is not None:

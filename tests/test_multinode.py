@@ -1,0 +1,94 @@
+"""Data-parallel jobs on this host (the local launcher): node agents, per-rank events, the
+max-reduce of step times, and fault teardown with no orphan processes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dlperf.events import Mark, ParsedRun, merge_ranks
+from dlperf.runner import free_port, resolve_spec, run_benchmark
+from dlperf.schema import RepeatStatus, ResultStatus
+
+
+def test_merge_ranks_is_a_max_reduce_of_step_times() -> None:
+    fast = ParsedRun(marks=[Mark(0, 100.0, 0), Mark(1, 101.0, 8), Mark(2, 102.0, 8)])
+    slow = ParsedRun(marks=[Mark(0, 5.0, 0), Mark(1, 7.0, 8), Mark(2, 8.0, 8), Mark(3, 9.0, 8)])
+    merged = merge_ranks([fast, slow])  # different clocks: only differences are used
+    assert merged.marks == [Mark(0, 0.0, 0.0), Mark(1, 2.0, 16), Mark(2, 3.0, 16)]
+
+
+def test_ports_differ_between_jobs() -> None:
+    assert len({free_port() for _ in range(5)}) > 1
+
+
+def spec(nodes: int, devices: int, **options: str):
+    return resolve_spec(
+        "calibration", "pace", preset="smoke",
+        overrides={"nodes": nodes, "devices_per_node": devices, "skip": 3, "measure": 10,
+                   "repeats": 1, "batch_size": 10, "no_output_timeout_s": 3.0,
+                   "timeout_s": 60.0, "options": {"step_ms": "20", **options}},
+    )  # fmt: skip
+
+
+def leftovers(raw_dir: Path) -> list[psutil.Process]:
+    time.sleep(0.2)
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "pace.py" in cmd and "--world-size" in cmd:
+            found.append(p)
+    return found
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize(("nodes", "devices"), [(2, 1), (1, 2), (2, 2)])
+def test_job_counts_every_rank(tmp_path: Path, nodes: int, devices: int) -> None:
+    result, _ = run_benchmark(spec(nodes, devices), tmp_path)
+    assert result.status == ResultStatus.ok, result.warnings
+    assert result.spec.world_size == nodes * devices
+    (r,) = result.repeats
+    # 10 samples per rank every 20 ms, all ranks counted.
+    assert r.throughput == pytest.approx(500.0 * nodes * devices, rel=0.03)
+    assert len(r.rank_elapsed_s) == nodes * devices
+    raw = Path(r.log_path).parent
+    assert sorted(p.name for p in raw.glob("repeat-1.node*.log")) == [
+        f"repeat-1.node{n}.log" for n in range(nodes)
+    ]
+    assert len(list(raw.glob("repeat-1.events.rank*.jsonl"))) == nodes * devices
+
+
+@pytest.mark.multiprocess
+def test_a_slow_rank_slows_the_job(tmp_path: Path) -> None:
+    result, _ = run_benchmark(spec(2, 1, slow_rank="1"), tmp_path)
+    (r,) = result.repeats
+    # Rank 1 takes 40 ms a step: the job does 2 x 10 samples per 40 ms.
+    assert r.throughput == pytest.approx(500.0, rel=0.03)
+    assert r.rank_elapsed_s[1] == pytest.approx(2 * r.rank_elapsed_s[0], rel=0.05)
+
+
+@pytest.mark.multiprocess
+def test_a_crashed_rank_tears_the_job_down(tmp_path: Path) -> None:
+    start = time.monotonic()
+    result, _ = run_benchmark(spec(2, 1, crash_at_step="4", fault_rank="1"), tmp_path)
+    (r,) = result.repeats
+    assert r.status == RepeatStatus.crashed
+    assert r.message.startswith("node 1: exited with status 3")
+    assert time.monotonic() - start < 20  # rank 0 would run on for 13 steps x 20 ms at most,
+    raw = Path(r.log_path).parent  # but is stopped as soon as node 1 fails
+    assert "crashing at step 4" in (raw / "repeat-1.node1.log").read_text()
+    assert "another part of the job failed" in (raw / "repeat-1.node0.log").read_text()
+    assert not leftovers(raw)
+
+
+@pytest.mark.multiprocess
+def test_a_hung_rank_brings_every_node_down_within_the_timeout(tmp_path: Path) -> None:
+    start = time.monotonic()
+    result, _ = run_benchmark(spec(2, 1, hang_at_step="4", fault_rank="0"), tmp_path)
+    (r,) = result.repeats
+    assert r.status == RepeatStatus.hung and r.message.startswith("node 0: no output for 3 s")
+    assert time.monotonic() - start < 30
+    assert not leftovers(Path(r.log_path).parent)
