@@ -225,6 +225,8 @@ def prepare_run(
     raw_dir = result_dir(results_dir, spec.config_key()) / result_id
     adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
     check_spec(adapter, spec)
+    if spec.world_size > 1:  # refused before any env is built when there is no launcher
+        adapter.node_command(spec, "python", 0, "127.0.0.1", 0)
     env_spec = adapter.env_spec(spec.device)
     env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message) if env_spec else None
     raw_dir.mkdir(parents=True, exist_ok=True)
@@ -356,7 +358,13 @@ def run_job_repeat(
             results[n] = run_process(
                 cmd.argv,
                 log_path=raw_dir / f"repeat-{index}.node{n}.log",
-                env={**base_env, **cmd.env, EVENTS_ENV: str(events_template)},
+                # The local launcher puts every rank on this host: they share its cores.
+                env={
+                    **base_env,
+                    **cmd.env,
+                    EVENTS_ENV: str(events_template),
+                    "DLPERF_RANKS_ON_HOST": str(spec.world_size),
+                },
                 cwd=cmd.cwd,
                 timeout_s=spec.timeout_s,
                 no_output_timeout_s=spec.no_output_timeout_s,
@@ -536,6 +544,11 @@ def build_result(
             found = system.peak_flops(spec.device, start.get("device_name"), spec.precision)
             if found:
                 peak, peak_source = found
+                if spec.device == "cuda" and spec.world_size > 1:
+                    # Per-GPU peak times the GPUs; a CPU peak is already the whole host's, and
+                    # the local launcher's simulated nodes share this one host.
+                    peak *= spec.world_size
+                    peak_source = f"{spec.world_size} x {peak_source}"
                 mfu = achieved / peak
     status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
     if imported:  # the log came from another machine: describe only what the log says

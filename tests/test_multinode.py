@@ -92,3 +92,30 @@ def test_a_hung_rank_brings_every_node_down_within_the_timeout(tmp_path: Path) -
     assert r.status == RepeatStatus.hung and r.message.startswith("node 0: no output for 3 s")
     assert time.monotonic() - start < 30
     assert not leftovers(Path(r.log_path).parent)
+
+
+@pytest.mark.framework
+def test_pytorch_two_simulated_nodes_train_with_ddp(tmp_path: Path) -> None:
+    s = resolve_spec(
+        "pytorch", "resnet50", preset="smoke",
+        overrides={"nodes": 2, "devices_per_node": 1, "repeats": 1},
+    )  # fmt: skip
+    result, _ = run_benchmark(s, tmp_path)
+    assert result.status == ResultStatus.ok, result.warnings
+    (r,) = result.repeats
+    assert r.workload["world_size"] == 2 and len(r.rank_elapsed_s) == 2
+    assert r.window.samples == 2 * s.batch_size * s.measure  # both ranks' samples
+    for n in (0, 1):  # torchrun on each simulated node, joined over loopback
+        assert (
+            "torch.distributed.run"
+            in (Path(r.log_path).parent / f"repeat-1.node{n}.log").read_text()
+        )
+
+
+def test_frameworks_without_a_launcher_say_so() -> None:
+    from dlperf import DlperfError
+    from dlperf.adapters import get_adapter
+
+    s = resolve_spec("mxnet", "resnet50", preset="smoke", overrides={"nodes": 2})
+    with pytest.raises(DlperfError, match="mxnet has no data-parallel launcher yet"):
+        get_adapter("mxnet").node_command(s, "python", 0, "127.0.0.1", 1234)

@@ -433,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
 
         dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
         if args.device == "cpu" and not args.threads:  # ranks on one host share its cores
-            torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
+            on_host = int(os.environ.get("DLPERF_RANKS_ON_HOST", local_world))
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // on_host))
     device = torch.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
