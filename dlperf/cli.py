@@ -182,6 +182,9 @@ def run(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print each node's command line; run nothing.")
     ] = False,
+    launcher: Annotated[
+        str, typer.Option(help="local (every node on this host), ssh, slurm or mpirun.")
+    ] = "local",
 ) -> None:
     """Run one benchmark: every repeat in its own process, median of the repeats."""
     from dlperf.runner import OfficialOptions, RunCallbacks, resolve_spec, run_benchmark
@@ -211,8 +214,13 @@ def run(
         data_dir=data_dir,
     )
     if dry_run:
-        _print_plan(spec, official)
+        _print_plan(spec, official, launcher)
         return
+    if launcher != "local":
+        raise DlperfError(
+            f"running through --launcher {launcher} is not available yet (local is); "
+            "`--dry-run` prints the exact commands to start on each node"
+        )
     out = err if json_out else console
     out.print(
         f"[bold]{spec.config_key()}[/] skip {spec.skip}, measure {spec.measure}, "
@@ -251,36 +259,60 @@ def run(
         raise typer.Exit(2)
 
 
-def _print_plan(spec, official) -> None:
+def _print_plan(spec, official, launcher: str = "local") -> None:
     """What `run` would start on each node, without building or starting anything."""
+    from dlperf.adapters import get_adapter
+    from dlperf.launch import (
+        DEFAULT_MASTER_PORT,
+        NodeCommand,
+        node_commands,
+        resolve_hosts,
+        through_launcher,
+    )
     from dlperf.official import OfficialAdapter
     from dlperf.sources import checkout_dir, find_manifest
 
     if spec.impl != "official":
-        from dlperf.runner import adapter_for
-
-        command = adapter_for(spec).command(spec, "python")
-        console.print(f"[bold]node 0[/] (localhost): {' '.join(command.argv)}")
-        return
-    manifest = find_manifest(spec.framework, spec.model, spec.source)
-    checkout = checkout_dir(manifest.upstream)
-    adapter = OfficialAdapter(manifest, checkout, hosts=official.hosts, data_dir=official.data_dir)
-    env = adapter.env_spec(spec.device)
-    python = f"{'<env ' + env.name + '>/bin/python' if env else 'python'}"
-    plan = adapter.plan(spec, python)
-    console.print(
-        f"[bold]{manifest.name}[/]: {manifest.upstream.url} @ {manifest.upstream.commit}"
-        f"{'' if checkout.exists() else ' (not fetched yet: dlperf sources fetch)'}"
-    )
-    console.print(
-        f"knobs applied: {', '.join(plan.knobs) or 'none'}; log format "
-        f"{manifest.log_format}; window skip {spec.skip}, measure {spec.measure}"
-    )
-    for node in plan.nodes:
+        adapter = get_adapter(spec.framework)
+        env = adapter.env_spec(spec.device)
+        python = f"<env {env.name}>/bin/python" if env else "python"
+        if spec.world_size == 1:
+            cmd = adapter.command(spec, python)
+            nodes = [NodeCommand(0, "localhost", tuple(cmd.argv), str(cmd.cwd or "."), cmd.env)]
+        else:
+            hosts = (
+                ["127.0.0.1"] * spec.nodes
+                if launcher == "local" and not official.hosts
+                else resolve_hosts(spec.nodes, official.hosts)
+            )
+            nodes = node_commands(adapter, spec, python, hosts, DEFAULT_MASTER_PORT)
+        console.print(
+            f"[bold]{spec.config_key()}[/]: {spec.world_size} rank(s), global batch "
+            f"{spec.global_batch}; each rank writes $DLPERF_EVENTS with {{rank}} replaced"
+        )
+    else:
+        manifest = find_manifest(spec.framework, spec.model, spec.source)
+        checkout = checkout_dir(manifest.upstream)
+        adapter = OfficialAdapter(
+            manifest, checkout, hosts=official.hosts, data_dir=official.data_dir
+        )
+        env = adapter.env_spec(spec.device)
+        python = f"<env {env.name}>/bin/python" if env else "python"
+        plan = adapter.plan(spec, python)
+        nodes = list(plan.nodes)
+        console.print(
+            f"[bold]{manifest.name}[/]: {manifest.upstream.url} @ {manifest.upstream.commit}"
+            f"{'' if checkout.exists() else ' (not fetched yet: dlperf sources fetch)'}"
+        )
+        console.print(
+            f"knobs applied: {', '.join(plan.knobs) or 'none'}; log format "
+            f"{manifest.log_format}; window skip {spec.skip}, measure {spec.measure}"
+        )
+        if manifest.command.scope == "once" and spec.nodes > 1:
+            console.print(f"(node 0's command starts the processes on all {spec.nodes} nodes)")
+    for node in through_launcher(launcher, nodes):
         console.print(f"[bold]node {node.node_rank}[/] ({node.host}):", highlight=False)
         console.print(f"  {node.shell_line()}", highlight=False, soft_wrap=True)
-    if manifest.command.scope == "once" and spec.nodes > 1:
-        console.print(f"(node 0's launcher starts the processes on all {spec.nodes} nodes)")
 
 
 def _print_summary(out: Console, result, path: Path) -> None:

@@ -97,7 +97,9 @@ def merge_ranks(runs: list[ParsedRun]) -> ParsedRun:
     """One job's marks from every rank's: a step takes as long as its slowest rank (max-reduce
     of per-step durations, as SuperBench does), its samples are all ranks' samples. Only
     differences within one rank's clock are used, so ranks on different hosts combine safely.
-    Steps that not every rank reached are dropped; rank 0's start line describes the job."""
+    Steps that not every rank reached are dropped; rank 0's start line describes the job.
+    (The runner times a job's window by its slowest rank's own window, which these per-step
+    maxima would overstate when ranks are not in lockstep.)"""
     merged = ParsedRun(
         start=dict(runs[0].start) if runs else {},
         ended=all(r.ended for r in runs),

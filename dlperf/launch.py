@@ -73,7 +73,8 @@ class NodeCommand:
         """The command as one line a user could paste into a shell on that node."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
         cmd = shlex.join(self.argv)
-        return f"cd {shlex.quote(self.cwd)} && {env + ' ' if env else ''}{cmd}"
+        cd = "" if self.cwd == "." else f"cd {shlex.quote(self.cwd)} && "
+        return f"{cd}{env + ' ' if env else ''}{cmd}"
 
 
 @dataclass(frozen=True)
@@ -213,3 +214,61 @@ def container_argv(
     for key, value in sorted(env.items()):
         out += ["--env", f"{key}={value}"]
     return [*out, f"docker://{environment.image}", *argv]
+
+
+# --------------------------------------------------------------------------- launchers
+
+LAUNCHERS = ("local", "ssh", "slurm", "mpirun")
+# What tells the dispatch script which node it runs on, per launcher.
+NODE_INDEX_VAR = {"slurm": "SLURM_NODEID", "mpirun": "OMPI_COMM_WORLD_RANK"}
+
+
+def node_commands(adapter, spec: BenchmarkSpec, python: str, hosts: Sequence[str], port: int):
+    """Each node's agent of a built-in workload's data-parallel job (as `NodeCommand`s)."""
+    out = []
+    for n, host in enumerate(hosts):
+        cmd = adapter.node_command(spec, python, n, hosts[0], port)
+        out.append(NodeCommand(n, host, tuple(cmd.argv), str(cmd.cwd or "."), dict(cmd.env)))
+    return out
+
+
+def through_launcher(launcher: str, nodes: Sequence[NodeCommand]) -> list[NodeCommand]:
+    """How each node's command is started from the machine dlperf runs on.
+
+    local: as is. ssh: one `ssh HOST 'cd ... && ...'` per node, every word shell-quoted.
+    slurm / mpirun: one command that starts a task per node, each running a dispatch script
+    that picks its node's line by the launcher's node index; the lines are quoted the same way.
+    """
+    if launcher not in LAUNCHERS:
+        raise DlperfError(f"unknown launcher {launcher!r}; choose one of: {', '.join(LAUNCHERS)}")
+    if launcher == "local":
+        return list(nodes)
+    if launcher == "ssh":
+        return [
+            NodeCommand(
+                n.node_rank,
+                n.host,
+                (
+                    "ssh",
+                    "-o",
+                    "BatchMode=yes",
+                    "-o",
+                    "StrictHostKeyChecking=accept-new",
+                    n.host,
+                    n.shell_line(),
+                ),
+                ".",
+            )  # fmt: skip
+            for n in nodes
+        ]
+    var = NODE_INDEX_VAR[launcher]
+    cases = "".join(f"  {n.node_rank}) {n.shell_line()} ;;\n" for n in nodes)
+    script = f'case "${var}" in\n{cases}  *) echo "no command for node ${var}" >&2; exit 2 ;;\nesac'
+    count = str(len(nodes))
+    if launcher == "slurm":
+        argv = ("srun", f"--nodes={count}", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
+                "--nodelist=" + ",".join(n.host for n in nodes), "bash", "-c", script)  # fmt: skip
+    else:
+        argv = ("mpirun", "-np", count, "-H", ",".join(f"{n.host}:1" for n in nodes),
+                "--map-by", "ppr:1:node", "bash", "-c", script)  # fmt: skip
+    return [NodeCommand(0, nodes[0].host, argv, ".")]

@@ -409,11 +409,16 @@ def run_job_repeat(
     reached = [r.marks[-1].step if r.marks else 0 for r in runs]
     if len(set(reached)) > 1:
         warnings.append(f"ranks reached different steps: {reached}")
-    rank_elapsed = []
+    rank_windows = []
     if window:
-        for r in runs:
-            marks = {mk.step: mk.time for mk in r.marks}
-            rank_elapsed.append(round(marks[window.end_step] - marks[window.start_step], 6))
+        # Each rank's own window; the job's takes as long as the slowest of them and counts
+        # every rank's samples (a per-step max-reduce would also add up unsynchronised jitter).
+        rank_windows = [window_throughput(r.marks, spec.skip, spec.measure) for r in runs]
+        elapsed = max(w.elapsed_s for w in rank_windows)
+        samples = sum(w.samples for w in rank_windows)
+        window = dataclasses.replace(
+            window, throughput=samples / elapsed, samples=samples, elapsed_s=elapsed
+        )
     return make_repeat(
         index,
         status,
@@ -427,7 +432,7 @@ def run_job_repeat(
         log_path=str(proc.log_path),
         events_path=str(events_template),
         log_tail="" if status == RepeatStatus.ok else tail(proc.log_path),
-        rank_elapsed_s=rank_elapsed,
+        rank_elapsed_s=[round(w.elapsed_s, 6) for w in rank_windows],
     )
 
 
