@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,11 +47,13 @@ class Adapter(ABC):
         return parse_events(events_text)
 
     def node_command(
-        self, spec: BenchmarkSpec, python: str, node_rank: int, master_addr: str, master_port: int
+        self, spec: BenchmarkSpec, python: str, node_rank: int, hosts: Sequence[str], port: int
     ) -> Command:
         """One node's agent of a data-parallel job: it starts `spec.devices_per_node` ranks and
-        joins the group at master_addr:master_port. Each rank writes the events file named by
-        DLPERF_EVENTS with "{rank}" replaced by its global rank."""
+        joins the group; `hosts` are the nodes' addresses (node 0 is the master) and `port` a
+        free port on the master (port + n is node n's, where a framework needs one per node).
+        Each process writes the events file named by DLPERF_EVENTS with "{rank}" replaced by
+        its first device's global rank, counting the samples of all the devices it drives."""
         raise DlperfError(
             f"{self.name} has no data-parallel launcher yet; run it with --nodes 1 "
             "--devices-per-node 1"

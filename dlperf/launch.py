@@ -164,7 +164,7 @@ def plan_nodes(
             "master_addr": node_hosts[0],
             "master_port": master_port,
             "hosts_slots": ",".join(f"{h}:{spec.devices_per_node}" for h in node_hosts),
-            "tf_config": tf_config(node_hosts, rank, master_port),
+            "tf_config": tf_config([f"{h}:{master_port}" for h in node_hosts], rank),
             "data_dir": data_dir,
             "out_dir": out_dir,
         }
@@ -179,9 +179,10 @@ def plan_nodes(
     return LaunchPlan(tuple(commands), applied)
 
 
-def tf_config(hosts: Sequence[str], rank: int, port: int) -> str:
-    """TensorFlow's multi-worker cluster description for one worker (the TF_CONFIG variable)."""
-    cluster = {"worker": [f"{h}:{port}" for h in hosts]}
+def tf_config(workers: Sequence[str], rank: int) -> str:
+    """TensorFlow's multi-worker cluster description for one worker (the TF_CONFIG variable);
+    `workers` are "host:port" strings, node 0 first."""
+    cluster = {"worker": list(workers)}
     return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}})
 
 
@@ -227,7 +228,7 @@ def node_commands(adapter, spec: BenchmarkSpec, python: str, hosts: Sequence[str
     """Each node's agent of a built-in workload's data-parallel job (as `NodeCommand`s)."""
     out = []
     for n, host in enumerate(hosts):
-        cmd = adapter.node_command(spec, python, n, hosts[0], port)
+        cmd = adapter.node_command(spec, python, n, hosts, port)
         out.append(NodeCommand(n, host, tuple(cmd.argv), str(cmd.cwd or "."), dict(cmd.env)))
     return out
 

@@ -226,7 +226,7 @@ def prepare_run(
     adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
     check_spec(adapter, spec)
     if spec.world_size > 1:  # refused before any env is built when there is no launcher
-        adapter.node_command(spec, "python", 0, "127.0.0.1", 0)
+        adapter.node_command(spec, "python", 0, ["127.0.0.1"] * spec.nodes, 0)
     env_spec = adapter.env_spec(spec.device)
     env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message) if env_spec else None
     raw_dir.mkdir(parents=True, exist_ok=True)
@@ -346,7 +346,8 @@ def run_job_repeat(
     for path in rank_files:
         path.unlink(missing_ok=True)
     port = free_port()
-    commands = [adapter.node_command(spec, python, n, "127.0.0.1", port) for n in range(spec.nodes)]
+    hosts = ["127.0.0.1"] * spec.nodes  # the local launcher: every node on this host
+    commands = [adapter.node_command(spec, python, n, hosts, port) for n in range(spec.nodes)]
     cancel = threading.Event()
     results: list[ProcResult | None] = [None] * spec.nodes
     errors: list[BaseException] = []
@@ -368,7 +369,7 @@ def run_job_repeat(
                 cwd=cmd.cwd,
                 timeout_s=spec.timeout_s,
                 no_output_timeout_s=spec.no_output_timeout_s,
-                watch_paths=rank_files[n * m : (n + 1) * m],
+                watch_paths=rank_files[n * m : (n + 1) * m],  # this node's ranks
                 cancel=cancel,
             )
             if results[n].outcome != "exited" or results[n].exit_code != 0:
@@ -397,10 +398,9 @@ def run_job_repeat(
     failing.sort(key=lambda nr: JOB_OUTCOME_ORDER.index(nr[1].outcome))
     first_bad = next(((n, r) for n, r in failing if r.outcome != "cancelled"), None)
     node, proc = first_bad or (0, procs[0])
-    runs = [
-        parse_events(p.read_text(errors="replace")) if p.exists() else ParsedRun()
-        for p in rank_files
-    ]
+    # A process driving several devices writes one file for all of them (TensorFlow workers).
+    written = [p for p in rank_files if p.exists()]
+    runs = [parse_events(p.read_text(errors="replace")) for p in written] or [ParsedRun()]
     parsed = merge_ranks(runs)
     status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
     if first_bad is not None and message:

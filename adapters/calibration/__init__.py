@@ -6,6 +6,7 @@ Its workload paces steps to an exact period, so the true throughput is known in 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from dlperf.adapter import Adapter, Command
@@ -52,7 +53,7 @@ class CalibrationAdapter(Adapter):
         return Command(argv)
 
     def node_command(
-        self, spec: BenchmarkSpec, python: str, node_rank: int, master_addr: str, master_port: int
+        self, spec: BenchmarkSpec, python: str, node_rank: int, hosts: Sequence[str], port: int
     ) -> Command:
         """pace.py as its own node agent: it starts this node's ranks (no collectives: the
         ranks only pace themselves; the runner's max-reduce makes a slow rank slow the job)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from dlperf.adapter import Command, WorkloadScriptAdapter
@@ -23,15 +24,15 @@ class PyTorchAdapter(WorkloadScriptAdapter):
         }
 
     def node_command(
-        self, spec: BenchmarkSpec, python: str, node_rank: int, master_addr: str, master_port: int
+        self, spec: BenchmarkSpec, python: str, node_rank: int, hosts: Sequence[str], port: int
     ) -> Command:
         """torchrun as the node agent: static rendezvous at the master, one rank per device."""
         workload = self.command(spec, python)
         launcher = [
             python, "-m", "torch.distributed.run",
             f"--nnodes={spec.nodes}", f"--nproc-per-node={spec.devices_per_node}",
-            f"--node-rank={node_rank}", f"--master-addr={master_addr}",
-            f"--master-port={master_port}", "--max-restarts=0",
+            f"--node-rank={node_rank}", f"--master-addr={hosts[0]}",
+            f"--master-port={port}", "--max-restarts=0",
         ]  # fmt: skip
         return Command([*launcher, *workload.argv[1:]], env=workload.env, cwd=workload.cwd)
 

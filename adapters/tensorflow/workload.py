@@ -238,7 +238,7 @@ def make_data(args: argparse.Namespace):
     return input_ids, token_types, mlm_labels, nsp_labels
 
 
-def make_step(args: argparse.Namespace, model: keras.Model, data, device: str):
+def make_step(args: argparse.Namespace, model: keras.Model, data, device: str, strategy=None):
     if args.model == "resnet50":
         # PyTorch's SGD weight decay is L2 added to the gradient (Keras' own is decoupled), so
         # it is added by hand below to keep the optimizer identical across frameworks.
@@ -272,18 +272,26 @@ def make_step(args: argparse.Namespace, model: keras.Model, data, device: str):
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)  # fp16 needs loss scaling
     variables = model.trainable_variables
 
-    @tf.function(jit_compile=args.xla)
-    def step():
+    def body():
         with tf.GradientTape() as tape:
             loss = loss_fn()
             scaled = optimizer.scale_loss(loss) if hasattr(optimizer, "scale_loss") else loss
         grads = tape.gradient(scaled, variables)
         if l2:
             grads = [g + l2 * tf.cast(v, g.dtype) for g, v in zip(grads, variables, strict=True)]
+        # Under a strategy, apply_gradients all-reduces the replicas' gradients first.
         optimizer.apply_gradients(zip(grads, variables, strict=True))
         return loss
 
-    return step
+    if strategy is None:
+        return tf.function(body, jit_compile=args.xla)
+
+    @tf.function
+    def distributed_step():
+        per_replica = strategy.run(body)
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
+
+    return distributed_step
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -311,9 +319,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = parse_args(argv)
-    if args.threads:
-        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    path = os.environ.get("DLPERF_EVENTS")
+    on_host = int(os.environ.get("DLPERF_RANKS_ON_HOST", "1"))  # simulated nodes share cores
+    threads = args.threads or (max(1, (os.cpu_count() or 1) // on_host) if on_host > 1 else 0)
+    if threads:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+    # Data parallel across nodes: TF_CONFIG names the workers (one per node, each driving its
+    # local devices); MultiWorkerMirroredStrategy all-reduces the gradients every step.
+    strategy, rank, world, replicas = None, 0, 1, 1
+    if os.environ.get("TF_CONFIG") and not args.describe:
+        cluster = json.loads(os.environ["TF_CONFIG"])
+        world = len(cluster["cluster"]["worker"])
+        rank = int(cluster["task"]["index"])
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        replicas = strategy.num_replicas_in_sync // world
+    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank * replicas))
     events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
 
     def emit(**event: object) -> None:
@@ -344,11 +363,17 @@ def main(argv: list[str] | None = None) -> int:
     if device == "gpu":
         tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
 
-    tf.keras.utils.set_random_seed(args.seed)
-    with tf.device(f"/{device}:0"):
+    if strategy is not None and args.xla:
+        emit(event="unsupported", reason="--xla with several TensorFlow workers")
+        print("unsupported: --xla with several workers (MultiWorkerMirroredStrategy)", flush=True)
+        return 0
+    tf.keras.utils.set_random_seed(args.seed)  # the same initial weights on every worker
+    scope = strategy.scope() if strategy else tf.device(f"/{device}:0")
+    with scope:
         model = build_model(args)
+        args.seed += rank  # each worker its own synthetic batch
         data = make_data(args)
-        step = make_step(args, model, data, device)
+        step = make_step(args, model, data, device, strategy)
     params = count_params(model)
     flops = training_flops_per_sample(args)
     device_name = cpu_name()
@@ -370,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         xla=args.xla,
         batch_size=args.batch_size,
         keras_version=keras.__version__,
+        rank=rank,
+        world_size=strategy.num_replicas_in_sync if strategy else 1,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
@@ -384,12 +411,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
     prev = ready
     for i in range(1, args.steps + 1):
-        with tf.device(f"/{device}:0"):
+        if strategy is not None:
             loss_t = step()
+        else:
+            with tf.device(f"/{device}:0"):
+                loss_t = step()
         # .numpy() copies the loss to the host: the step (and the device) has really finished.
         loss = float(loss_t.numpy())
         now = time.monotonic()
-        emit(event="step", step=i, time=now, samples=args.batch_size,
+        emit(event="step", step=i, time=now, samples=args.batch_size * replicas,
              loss=loss if math.isfinite(loss) else None)  # fmt: skip
         print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
         prev = now
