@@ -47,13 +47,20 @@ class Adapter(ABC):
         return parse_events(events_text)
 
     def node_command(
-        self, spec: BenchmarkSpec, python: str, node_rank: int, hosts: Sequence[str], port: int
+        self,
+        spec: BenchmarkSpec,
+        python: str,
+        node_rank: int,
+        hosts: Sequence[str],
+        port: int,
+        log_dir: Path | None = None,
     ) -> Command:
         """One node's agent of a data-parallel job: it starts `spec.devices_per_node` ranks and
         joins the group; `hosts` are the nodes' addresses (node 0 is the master) and `port` a
         free port on the master (port + n is node n's, where a framework needs one per node).
         Each process writes the events file named by DLPERF_EVENTS with "{rank}" replaced by
-        its first device's global rank, counting the samples of all the devices it drives."""
+        its first device's global rank, counting the samples of all the devices it drives.
+        `log_dir` (the repeat's raw folder) takes logs a launcher writes beside its output."""
         raise DlperfError(
             f"{self.name} has no data-parallel launcher yet; run it with --nodes 1 "
             "--devices-per-node 1"

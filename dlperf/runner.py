@@ -347,7 +347,10 @@ def run_job_repeat(
         path.unlink(missing_ok=True)
     port = free_port()
     hosts = ["127.0.0.1"] * spec.nodes  # the local launcher: every node on this host
-    commands = [adapter.node_command(spec, python, n, hosts, port) for n in range(spec.nodes)]
+    commands = [
+        adapter.node_command(spec, python, n, hosts, port, log_dir=raw_dir)
+        for n in range(spec.nodes)
+    ]
     cancel = threading.Event()
     results: list[ProcResult | None] = [None] * spec.nodes
     errors: list[BaseException] = []

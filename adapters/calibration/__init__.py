@@ -53,7 +53,13 @@ class CalibrationAdapter(Adapter):
         return Command(argv)
 
     def node_command(
-        self, spec: BenchmarkSpec, python: str, node_rank: int, hosts: Sequence[str], port: int
+        self,
+        spec: BenchmarkSpec,
+        python: str,
+        node_rank: int,
+        hosts: Sequence[str],
+        port: int,
+        log_dir: Path | None = None,
     ) -> Command:
         """pace.py as its own node agent: it starts this node's ranks (no collectives: the
         ranks only pace themselves; the runner's max-reduce makes a slow rank slow the job)."""

@@ -3,6 +3,7 @@ synthetic data. The host never imports paddle; workload.py runs inside the isola
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from dlperf.adapter import Adapter, Command
@@ -65,6 +66,29 @@ class PaddleAdapter(Adapter):
             # Paddle's CPU kernels read the thread count from OMP/MKL at import time.
             env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
         return Command(argv, env=env)
+
+    def node_command(
+        self,
+        spec: BenchmarkSpec,
+        python: str,
+        node_rank: int,
+        hosts: Sequence[str],
+        port: int,
+        log_dir: Path | None = None,
+    ) -> Command:
+        """paddle.distributed.launch as the node agent (one worker per device, DataParallel;
+        gloo on CPU, NCCL on CUDA); every worker's log goes to the repeat's raw folder."""
+        workload = self.command(spec, python)
+        logs = (log_dir or Path("paddle-logs")) / f"paddle-node{node_rank}"
+        launcher = [
+            python, "-m", "paddle.distributed.launch",
+            "--nnodes", str(spec.nodes), "--master", f"{hosts[0]}:{port}",
+            "--rank", str(node_rank), "--nproc_per_node", str(spec.devices_per_node),
+            "--log_dir", str(logs), "--max_restart", "0",
+        ]  # fmt: skip
+        if spec.device == "cuda":
+            launcher += ["--devices", ",".join(str(i) for i in range(spec.devices_per_node))]
+        return Command([*launcher, *workload.argv[1:]], env=workload.env, cwd=workload.cwd)
 
 
 ADAPTER = PaddleAdapter()

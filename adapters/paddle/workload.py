@@ -455,6 +455,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = parse_args(argv)
+    on_host = int(os.environ.get("DLPERF_RANKS_ON_HOST", "1"))  # simulated nodes share cores
+    if not args.threads and on_host > 1:
+        args.threads = max(1, (os.cpu_count() or 1) // on_host)
     if args.threads:
         paddle.base.core.set_num_threads(args.threads)
 
@@ -475,14 +478,24 @@ def main(argv: list[str] | None = None) -> int:
               f"(paddle {paddle.__version__}, compiled with CUDA: "
               f"{paddle.is_compiled_with_cuda()})", file=sys.stderr, flush=True)  # fmt: skip
         return 2
-    paddle.set_device("gpu:0" if on_gpu else "cpu")
+    # Data parallel when paddle.distributed.launch started several workers.
+    world = int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
+    rank = int(os.environ.get("PADDLE_TRAINER_ID", "0"))
+    if world > 1 and args.xla:
+        print("unsupported: --xla (paddle.jit.to_static) with several workers", flush=True)
+        return UNSUPPORTED_EXIT
+    paddle.set_device(("gpu" if world > 1 else "gpu:0") if on_gpu else "cpu")
+    if world > 1:
+        import paddle.distributed as dist
+
+        dist.init_parallel_env()
     if on_gpu:
         # Honest fp32: no TF32 for matmuls/convolutions; cudnn exhaustive search for convs.
         paddle.set_flags({"FLAGS_cudnn_exhaustive_search": True})
         with contextlib.suppress(Exception):
             paddle.set_flags({"FLAGS_enable_cublas_tensor_op_math": False})
 
-    path = os.environ.get("DLPERF_EVENTS")
+    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
     events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
 
     def emit(**event: object) -> None:
@@ -504,9 +517,12 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             return unsupported(problem)
 
-    paddle.seed(args.seed)
+    paddle.seed(args.seed)  # the same initial weights on every worker
     model = build_model(args)
     model.train()
+    if world > 1:
+        model = paddle.DataParallel(model)
+        args.seed += rank  # each worker its own synthetic batch
     params = count_params(model)
     flops = training_flops_per_sample(args)
     device_name = paddle.device.cuda.get_device_name() if on_gpu else cpu_name()
@@ -528,6 +544,8 @@ def main(argv: list[str] | None = None) -> int:
         amp_dtype=amp_dtype,
         xla=args.xla,
         batch_size=args.batch_size,
+        rank=rank,
+        world_size=world,
         threads=threads,
         tf32=False if on_gpu else None,
         cpu_native_bf16=native_bf16,

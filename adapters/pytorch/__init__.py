@@ -24,7 +24,13 @@ class PyTorchAdapter(WorkloadScriptAdapter):
         }
 
     def node_command(
-        self, spec: BenchmarkSpec, python: str, node_rank: int, hosts: Sequence[str], port: int
+        self,
+        spec: BenchmarkSpec,
+        python: str,
+        node_rank: int,
+        hosts: Sequence[str],
+        port: int,
+        log_dir: Path | None = None,
     ) -> Command:
         """torchrun as the node agent: static rendezvous at the master, one rank per device."""
         workload = self.command(spec, python)

@@ -29,7 +29,13 @@ class TensorFlowAdapter(WorkloadScriptAdapter):
         return {"TF_CPP_MIN_LOG_LEVEL": "2"}  # quiet C++ start-up chatter; errors still show
 
     def node_command(
-        self, spec: BenchmarkSpec, python: str, node_rank: int, hosts: Sequence[str], port: int
+        self,
+        spec: BenchmarkSpec,
+        python: str,
+        node_rank: int,
+        hosts: Sequence[str],
+        port: int,
+        log_dir: Path | None = None,
     ) -> Command:
         """One MultiWorkerMirroredStrategy worker per node, driving that node's devices;
         TF_CONFIG lists every worker (node n listens on port + n)."""
