@@ -145,6 +145,11 @@ def test_gluonnlp_every_rank_prints_each_step() -> None:
     w = window_throughput(run.marks, 100, 100)
     assert w.throughput == pytest.approx(64 / 0.210, rel=1e-6)
     assert run.losses[0] == pytest.approx(7.1)
+    # Whichever rank prints first, the slower one paces the step.
+    lines = [NLP.format(s=st, l=7.1, t=ms / 1000, ms=ms) for st in range(1, 201)
+             for ms in (210.0, 200.0)]  # fmt: skip
+    run = parse_log("gluonnlp", "\n".join(lines), LogContext(32, 2))
+    assert window_throughput(run.marks, 100, 100).throughput == pytest.approx(64 / 0.210)
 
 
 def test_gluonnlp_interval_and_nan_loss() -> None:

@@ -49,7 +49,6 @@ class Interval:
     end: int
     samples: float
     elapsed_s: float
-    rank: str = ""  # who printed it, when the log says (several ranks may print one interval)
 
 
 # Evidence in a log that the run died; the first match names the failure.
@@ -127,11 +126,11 @@ def intervals_to_marks(
 ) -> None:
     """Chain intervals into cumulative marks on `run` (time 0 at the first interval's start).
 
-    Lines for the same interval from several ranks merge: `counts="rank"` adds their samples
-    (each rank counted its own), `"global"` keeps one copy; the elapsed time is the slowest
-    rank's. When a per-rank log holds fewer ranks than ran, the missing ranks are assumed to
-    match the ones present (noted). The chain stops at a gap (a missing interval), since the
-    time across it is unknown.
+    Lines for the same interval merge, each line being one rank's (these logs name no rank):
+    `counts="rank"` adds their samples (each rank counted its own), `"global"` keeps one copy;
+    the elapsed time is the slowest rank's. When a per-rank log holds fewer ranks than ran,
+    the missing ranks are assumed to match the ones present (noted). The chain stops at a gap
+    (a missing interval), since the time across it is unknown.
     """
     merged: dict[tuple[int, int], list[Interval]] = {}
     for iv in intervals:
@@ -141,7 +140,7 @@ def intervals_to_marks(
             run.malformed += 1
     if not merged:
         return
-    ranks_seen = max(len({iv.rank for iv in ivs}) for ivs in merged.values())
+    ranks_seen = max(len(ivs) for ivs in merged.values())
     scale = 1.0
     if counts == "rank" and ranks_seen < ctx.world_size:
         scale = ctx.world_size / ranks_seen
@@ -163,12 +162,11 @@ def intervals_to_marks(
             )
             break
         ivs = merged[(start, end)]
-        by_rank = {iv.rank: iv for iv in ivs}  # a rank printing one interval twice counts once
         if counts == "rank":
-            samples = sum(iv.samples for iv in by_rank.values()) * scale
+            samples = sum(iv.samples for iv in ivs) * scale
         else:
-            samples = max(iv.samples for iv in by_rank.values())
-        time += max(iv.elapsed_s for iv in by_rank.values())
+            samples = max(iv.samples for iv in ivs)
+        time += max(iv.elapsed_s for iv in ivs)
         run.marks.append(Mark(end, time, samples))
 
 
