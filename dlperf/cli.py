@@ -479,21 +479,19 @@ def sources_verify(
     names: Annotated[list[str] | None, typer.Argument(help="Manifests (default: all).")] = None,
 ) -> None:
     """Check each fetched checkout: pinned commit, exactly the tracked patches, nothing else."""
-    from dlperf.sources import checkout_dir, verify_checkout
+    from dlperf.sources import source_states
 
     bad = 0
-    for m in _selected_manifests(names):
-        path = checkout_dir(m.upstream)
-        if not path.exists():
+    for st in source_states({m.name: m for m in _selected_manifests(names)}):
+        m = st.manifest
+        if st.state == "missing":
             console.print(f"{m.name}: [yellow]not fetched[/] (dlperf sources fetch {m.name})")
-            bad += 1
-            continue
-        try:
-            verify_checkout(m.upstream, path)
-            console.print(f"{m.name}: [green]ok[/] {m.upstream.commit[:12]} {path}")
-        except DlperfError as exc:
-            console.print(f"{m.name}: [red]bad[/] {exc}", highlight=False)
-            bad += 1
+        elif st.state == "ready":
+            console.print(f"{m.name}: [green]ok[/] {m.upstream.commit[:12]} {st.path}")
+        else:
+            console.print(f"{m.name}: [red]bad[/] {st.state.removeprefix('broken: ')}",
+                          highlight=False)  # fmt: skip
+        bad += st.state != "ready"
     if bad:
         raise typer.Exit(1)
 

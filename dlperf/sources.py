@@ -447,16 +447,22 @@ class SourceState:
 
 
 def source_states(manifests: Mapping[str, Manifest]) -> list[SourceState]:
+    """Each manifest's checkout state; a checkout several manifests share is verified once."""
+    verified: dict[Path, str] = {}
     states = []
     for m in manifests.values():
         path = checkout_dir(m.upstream)
-        if not path.exists():
-            state = "missing"
-        else:
-            try:
-                verify_checkout(m.upstream, path)
-                state = "ready"
-            except DlperfError as exc:
-                state = f"broken: {exc}"
-        states.append(SourceState(m, path, state))
+        if path not in verified:
+            verified[path] = _checkout_state(m.upstream, path)
+        states.append(SourceState(m, path, verified[path]))
     return states
+
+
+def _checkout_state(upstream: Upstream, path: Path) -> str:
+    if not path.exists():
+        return "missing"
+    try:
+        verify_checkout(upstream, path)
+    except DlperfError as exc:
+        return f"broken: {exc}"
+    return "ready"

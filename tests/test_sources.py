@@ -293,3 +293,20 @@ def test_official_run_end_to_end(upstream) -> None:
     raw = Path(result.repeats[0].log_path).parent
     assert (raw / "upstream-output" / "model" / "checkpoint").read_text() == "30"
     verify_checkout(find_manifest("calibration", "pace").upstream, checkout_dir_of(upstream))
+
+
+def test_sources_verify_and_list_commands(upstream) -> None:
+    def dlperf(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dlperf", *args], capture_output=True,
+                              text=True, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+
+    out = dlperf("sources", "verify")
+    assert out.returncode == 1 and "standin-pace: not fetched" in out.stdout
+    path = fetch_source(find_manifest("calibration", "pace").upstream,
+                        sources_dir=upstream["repo"])  # fmt: skip
+    out = dlperf("sources", "verify")
+    assert out.returncode == 0 and f"standin-pace: ok {upstream['commit'][:12]}" in out.stdout
+    assert "ready" in dlperf("sources", "list").stdout
+    (path / "stray.py").write_text("")
+    out = dlperf("sources", "verify")
+    assert out.returncode == 1 and "standin-pace: bad" in out.stdout and "stray.py" in out.stdout
