@@ -259,6 +259,12 @@ def run(
         raise typer.Exit(2)
 
 
+def _env_python(adapter, spec) -> str:
+    """The interpreter a run would use, named without building its environment."""
+    env = adapter.env_spec(spec.device)
+    return f"<env {env.name}>/bin/python" if env else "python"
+
+
 def _print_plan(spec, official, launcher: str = "local") -> None:
     """What `run` would start on each node, without building or starting anything."""
     from dlperf.adapters import get_adapter
@@ -274,8 +280,7 @@ def _print_plan(spec, official, launcher: str = "local") -> None:
 
     if spec.impl != "official":
         adapter = get_adapter(spec.framework)
-        env = adapter.env_spec(spec.device)
-        python = f"<env {env.name}>/bin/python" if env else "python"
+        python = _env_python(adapter, spec)
         if spec.world_size == 1:
             cmd = adapter.command(spec, python)
             nodes = [NodeCommand(0, "localhost", tuple(cmd.argv), str(cmd.cwd or "."), cmd.env)]
@@ -296,8 +301,7 @@ def _print_plan(spec, official, launcher: str = "local") -> None:
         adapter = OfficialAdapter(
             manifest, checkout, hosts=official.hosts, data_dir=official.data_dir
         )
-        env = adapter.env_spec(spec.device)
-        python = f"<env {env.name}>/bin/python" if env else "python"
+        python = _env_python(adapter, spec)
         plan = adapter.plan(spec, python)
         nodes = list(plan.nodes)
         console.print(
