@@ -10,6 +10,7 @@ from pathlib import Path
 from dlperf import DlperfError
 from dlperf.envs import EnvSpec
 from dlperf.events import ParsedRun, parse_events
+from dlperf.launch import NodeCommand
 from dlperf.schema import BenchmarkSpec, SourceInfo
 
 
@@ -65,6 +66,21 @@ class Adapter(ABC):
             f"{self.name} has no data-parallel launcher yet; run it with --nodes 1 "
             "--devices-per-node 1"
         )
+
+    def job_commands(
+        self,
+        spec: BenchmarkSpec,
+        python: str,
+        hosts: Sequence[str],
+        port: int,
+        log_dir: Path | None = None,
+    ) -> list[NodeCommand]:
+        """Every node's command of a data-parallel job (a launcher then starts them)."""
+        out = []
+        for n, host in enumerate(hosts):
+            cmd = self.node_command(spec, python, n, hosts, port, log_dir)
+            out.append(NodeCommand(n, host, tuple(cmd.argv), str(cmd.cwd or "."), dict(cmd.env)))
+        return out
 
     def source_info(self) -> SourceInfo | None:
         """The upstream code this adapter runs, recorded in every result (official only)."""

@@ -183,11 +183,25 @@ def run(
         bool, typer.Option("--dry-run", help="Print each node's command line; run nothing.")
     ] = False,
     launcher: Annotated[
-        str, typer.Option(help="local (every node on this host), ssh, slurm or mpirun.")
+        str,
+        typer.Option(
+            help="local (every node on this host), ssh (one ssh per host; options from "
+            "$DLPERF_SSH), slurm (srun in this allocation) or mpirun."
+        ),
     ] = "local",
+    sbatch: Annotated[
+        Path | None,
+        typer.Option(help="Write a Slurm batch script that runs this command; run nothing."),
+    ] = None,
 ) -> None:
     """Run one benchmark: every repeat in its own process, median of the repeats."""
-    from dlperf.runner import OfficialOptions, RunCallbacks, resolve_spec, run_benchmark
+    from dlperf.runner import (
+        JobLaunch,
+        OfficialOptions,
+        RunCallbacks,
+        resolve_spec,
+        run_benchmark,
+    )
 
     overrides = {
         "batch_size": batch_size,
@@ -208,19 +222,18 @@ def run(
         "source": source,
     }
     spec = resolve_spec(framework, model, preset=preset, overrides=overrides)
-    official = OfficialOptions(
-        sources_dir=sources_dir,
-        hosts=tuple(h.strip() for h in (hosts or "").split(",") if h.strip()),
-        data_dir=data_dir,
-    )
+    official = OfficialOptions(sources_dir=sources_dir, data_dir=data_dir)
+    launch = JobLaunch(launcher, tuple(h.strip() for h in (hosts or "").split(",") if h.strip()))
     if dry_run:
-        _print_plan(spec, official, launcher)
+        _print_plan(spec, official, launch)
         return
-    if launcher != "local":
-        raise DlperfError(
-            f"running through --launcher {launcher} is not available yet (local is); "
-            "`--dry-run` prints the exact commands to start on each node"
-        )
+    if sbatch:
+        from dlperf.launch import sbatch_script
+
+        argv = _run_argv(spec, results_dir, official, launch.hosts)
+        sbatch.write_text(sbatch_script(spec, argv, str(Path.cwd())))
+        console.print(f"wrote {sbatch}; submit it with: sbatch {sbatch}")
+        return
     out = err if json_out else console
     out.print(
         f"[bold]{spec.config_key()}[/] skip {spec.skip}, measure {spec.measure}, "
@@ -250,7 +263,12 @@ def run(
             repeat_done=done,
         )
         result, path = run_benchmark(
-            spec, results_dir, callbacks, rebuild_env=rebuild_env, official=official
+            spec,
+            results_dir,
+            callbacks,
+            rebuild_env=rebuild_env,
+            official=official,
+            launch=launch,
         )
     _print_summary(out, result, path)
     if json_out:
@@ -259,25 +277,52 @@ def run(
         raise typer.Exit(2)
 
 
+def _run_argv(spec, results_dir: Path, official, hosts: tuple[str, ...]) -> list[str]:
+    """The `dlperf run` command (with --launcher slurm) that measures exactly `spec`."""
+    argv = [sys.executable, "-m", "dlperf", "run", spec.framework, spec.model]
+    argv += ["--batch-size", str(spec.batch_size), "--device", spec.device]
+    argv += ["--nodes", str(spec.nodes), "--devices-per-node", str(spec.devices_per_node)]
+    argv += ["--skip", str(spec.skip), "--measure", str(spec.measure)]
+    argv += ["--repeats", str(spec.repeats), "--impl", spec.impl]
+    argv += ["--timeout", f"{spec.timeout_s:g}"]
+    argv += ["--no-output-timeout", f"{spec.no_output_timeout_s:g}"]
+    argv += ["--results-dir", str(results_dir.resolve())]
+    argv += ["--amp"] if spec.precision == "amp" else []
+    argv += ["--xla"] if spec.xla else []
+    optional = {
+        "--preset": spec.preset,
+        "--image-size": spec.image_size,
+        "--seq-len": spec.seq_len,
+        "--source": spec.source,
+        "--data-dir": official.data_dir,
+        "--sources-dir": official.sources_dir,
+        "--hosts": ",".join(hosts),
+    }
+    for flag, value in optional.items():
+        if value:
+            argv += [flag, str(value)]
+    for key, value in sorted(spec.options.items()):
+        argv += ["--set", f"{key}={value}"]
+    return [*argv, "--launcher", "slurm"]
+
+
 def _env_python(adapter, spec) -> str:
     """The interpreter a run would use, named without building its environment."""
     env = adapter.env_spec(spec.device)
     return f"<env {env.name}>/bin/python" if env else "python"
 
 
-def _print_plan(spec, official, launcher: str = "local") -> None:
+def _print_plan(spec, official, launch) -> None:
     """What `run` would start on each node, without building or starting anything."""
     from dlperf.adapters import get_adapter
-    from dlperf.launch import (
-        DEFAULT_MASTER_PORT,
-        NodeCommand,
-        node_commands,
-        resolve_hosts,
-        through_launcher,
-    )
+    from dlperf.launch import DEFAULT_MASTER_PORT, NodeCommand, resolve_hosts, through_launcher
     from dlperf.official import OfficialAdapter
     from dlperf.sources import checkout_dir, find_manifest
 
+    # The nodes' own lines (local with --hosts: to start by hand), or the launcher's.
+    hosts = list(launch.hosts) if launch.hosts else []
+    if spec.world_size > 1:
+        hosts = resolve_hosts(spec.nodes, hosts) if hosts else launch.node_hosts(spec.nodes)
     if spec.impl != "official":
         adapter = get_adapter(spec.framework)
         python = _env_python(adapter, spec)
@@ -285,12 +330,7 @@ def _print_plan(spec, official, launcher: str = "local") -> None:
             cmd = adapter.command(spec, python)
             nodes = [NodeCommand(0, "localhost", tuple(cmd.argv), str(cmd.cwd or "."), cmd.env)]
         else:
-            hosts = (
-                ["127.0.0.1"] * spec.nodes
-                if launcher == "local" and not official.hosts
-                else resolve_hosts(spec.nodes, official.hosts)
-            )
-            nodes = node_commands(adapter, spec, python, hosts, DEFAULT_MASTER_PORT)
+            nodes = adapter.job_commands(spec, python, hosts, DEFAULT_MASTER_PORT)
         console.print(
             f"[bold]{spec.config_key()}[/]: {spec.world_size} rank(s), global batch "
             f"{spec.global_batch}; each rank writes $DLPERF_EVENTS with {{rank}} replaced"
@@ -298,11 +338,9 @@ def _print_plan(spec, official, launcher: str = "local") -> None:
     else:
         manifest = find_manifest(spec.framework, spec.model, spec.source)
         checkout = checkout_dir(manifest.upstream)
-        adapter = OfficialAdapter(
-            manifest, checkout, hosts=official.hosts, data_dir=official.data_dir
-        )
+        adapter = OfficialAdapter(manifest, checkout, data_dir=official.data_dir)
         python = _env_python(adapter, spec)
-        plan = adapter.plan(spec, python)
+        plan = adapter.plan(spec, python, hosts)
         nodes = list(plan.nodes)
         console.print(
             f"[bold]{manifest.name}[/]: {manifest.upstream.url} @ {manifest.upstream.commit}"
@@ -314,6 +352,7 @@ def _print_plan(spec, official, launcher: str = "local") -> None:
         )
         if manifest.command.scope == "once" and spec.nodes > 1:
             console.print(f"(node 0's command starts the processes on all {spec.nodes} nodes)")
+    launcher = launch.launcher if spec.world_size > 1 else "local"
     for node in through_launcher(launcher, nodes):
         console.print(f"[bold]node {node.node_rank}[/] ({node.host}):", highlight=False)
         console.print(f"  {node.shell_line()}", highlight=False, soft_wrap=True)

@@ -10,8 +10,10 @@ itself (mpirun/horovodrun with a host list). Container environments wrap the com
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import string
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -222,54 +224,77 @@ def container_argv(
 LAUNCHERS = ("local", "ssh", "slurm", "mpirun")
 # What tells the dispatch script which node it runs on, per launcher.
 NODE_INDEX_VAR = {"slurm": "SLURM_NODEID", "mpirun": "OMPI_COMM_WORLD_RANK"}
+SSH_ENV = "DLPERF_SSH"  # the ssh program and options, e.g. "ssh -F ~/.ssh/cluster_config"
 
 
-def node_commands(adapter, spec: BenchmarkSpec, python: str, hosts: Sequence[str], port: int):
-    """Each node's agent of a built-in workload's data-parallel job (as `NodeCommand`s)."""
-    out = []
-    for n, host in enumerate(hosts):
-        cmd = adapter.node_command(spec, python, n, hosts, port)
-        out.append(NodeCommand(n, host, tuple(cmd.argv), str(cmd.cwd or "."), dict(cmd.env)))
-    return out
+def ssh_program() -> list[str]:
+    """`ssh` plus the user's options from $DLPERF_SSH (a jump host, a key, a config file)."""
+    return shlex.split(os.environ.get(SSH_ENV, "")) or ["ssh"]
 
 
-def through_launcher(launcher: str, nodes: Sequence[NodeCommand]) -> list[NodeCommand]:
+def through_launcher(
+    launcher: str, nodes: Sequence[NodeCommand], node_logs: Sequence[str] | None = None
+) -> list[NodeCommand]:
     """How each node's command is started from the machine dlperf runs on.
 
-    local: as is. ssh: one `ssh HOST 'cd ... && ...'` per node, every word shell-quoted.
-    slurm / mpirun: one command that starts a task per node, each running a dispatch script
-    that picks its node's line by the launcher's node index; the lines are quoted the same way.
+    local: as is. ssh: one `ssh -tt HOST 'cd ... && ...'` per node, every word shell-quoted;
+    the forced terminal makes sshd hang up the remote processes when the local ssh is killed
+    (without it they would run on, orphaned). slurm / mpirun: one command that starts a task
+    per node, each running a dispatch script that picks its node's line by the launcher's node
+    index (quoted the same way) and, given `node_logs`, sends that node's output to its log.
     """
     if launcher not in LAUNCHERS:
         raise DlperfError(f"unknown launcher {launcher!r}; choose one of: {', '.join(LAUNCHERS)}")
     if launcher == "local":
         return list(nodes)
     if launcher == "ssh":
+        ssh = [*ssh_program(), "-tt", "-o", "BatchMode=yes"]
+        ssh += ["-o", "StrictHostKeyChecking=accept-new"]
         return [
-            NodeCommand(
-                n.node_rank,
-                n.host,
-                (
-                    "ssh",
-                    "-o",
-                    "BatchMode=yes",
-                    "-o",
-                    "StrictHostKeyChecking=accept-new",
-                    n.host,
-                    n.shell_line(),
-                ),
-                ".",
-            )  # fmt: skip
-            for n in nodes
+            NodeCommand(n.node_rank, n.host, (*ssh, n.host, n.shell_line()), ".") for n in nodes
         ]
     var = NODE_INDEX_VAR[launcher]
-    cases = "".join(f"  {n.node_rank}) {n.shell_line()} ;;\n" for n in nodes)
+    cases = ""
+    for i, n in enumerate(nodes):
+        redirect = f"exec >{shlex.quote(node_logs[i])} 2>&1; " if node_logs else ""
+        cases += f"  {n.node_rank}) {redirect}{n.shell_line()} ;;\n"
     script = f'case "${var}" in\n{cases}  *) echo "no command for node ${var}" >&2; exit 2 ;;\nesac'
     count = str(len(nodes))
     if launcher == "slurm":
         argv = ("srun", f"--nodes={count}", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
                 "--nodelist=" + ",".join(n.host for n in nodes), "bash", "-c", script)  # fmt: skip
     else:
-        argv = ("mpirun", "-np", count, "-H", ",".join(f"{n.host}:1" for n in nodes),
-                "--map-by", "ppr:1:node", "bash", "-c", script)  # fmt: skip
+        # One slot per node on each host; simulated nodes sharing a host get one slot each
+        # there, and ranks fill the hosts in order, so rank n lands on node n's host.
+        slots = Counter(n.host for n in nodes)
+        if [h for h, c in slots.items() for _ in range(c)] != [n.host for n in nodes]:
+            raise DlperfError("mpirun: list the nodes that share a host next to each other")
+        argv = ("mpirun", "-np", count, "-H", ",".join(f"{h}:{c}" for h, c in slots.items()),
+                "--map-by", "slot", "bash", "-c", script)  # fmt: skip
     return [NodeCommand(0, nodes[0].host, argv, ".")]
+
+
+def sbatch_script(spec: BenchmarkSpec, dlperf_argv: Sequence[str], cwd: str) -> str:
+    """A Slurm batch script that asks for the job's nodes and runs `dlperf_argv` (a `dlperf
+    run` command with `--launcher slurm`) inside the allocation."""
+    # Every repeat may use its whole timeout; an hour on top for envs and sources.
+    minutes = int(spec.repeats * spec.timeout_s / 60) + 60
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name=dlperf-{spec.framework}-{spec.model}",
+        f"#SBATCH --nodes={spec.nodes}",
+        "#SBATCH --ntasks-per-node=1",
+        "#SBATCH --exclusive",
+        f"#SBATCH --time={minutes // 60}:{minutes % 60:02d}:00",
+        "#SBATCH --output=dlperf-%j.out",
+    ]
+    if spec.device == "cuda":
+        lines.append(f"#SBATCH --gpus-per-node={spec.devices_per_node}")
+    lines += [
+        "# Written by `dlperf run --sbatch`: the results and env folders must be on a",
+        "# filesystem every node sees at the same path.",
+        "set -euo pipefail",
+        f"cd {shlex.quote(cwd)}",
+        f"exec {shlex.join(dlperf_argv)}",
+    ]
+    return "\n".join(lines) + "\n"

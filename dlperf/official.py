@@ -9,6 +9,7 @@ log, or a DLPerf-style tree) into results exactly as a run would.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from dlperf.adapter import Adapter, Command
 from dlperf.adapters import get_adapter
 from dlperf.envs import EnvSpec
 from dlperf.events import ParsedRun, parse_events
-from dlperf.launch import LaunchPlan, plan_nodes
+from dlperf.launch import DEFAULT_MASTER_PORT, LaunchPlan, NodeCommand, plan_nodes
 from dlperf.logformats import LogContext, parse_log
 from dlperf.schema import BenchmarkSpec, RepeatStatus, Result, SourceInfo
 from dlperf.sources import (
@@ -30,6 +31,8 @@ from dlperf.sources import (
     upstream_patches,
 )
 from dlperf.store import write_result
+
+OFFICIAL_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ in the verified checkout
 
 
 class OfficialAdapter(Adapter):
@@ -42,7 +45,6 @@ class OfficialAdapter(Adapter):
         manifest: Manifest,
         checkout: Path | None = None,
         *,
-        hosts: Sequence[str] | None = None,
         data_dir: str = "",
         out_dir: Path | None = None,
     ) -> None:
@@ -51,7 +53,6 @@ class OfficialAdapter(Adapter):
         self.description = manifest.title
         self.models = (manifest.model,)
         self.checkout = checkout
-        self.hosts = list(hosts or [])
         self.data_dir = data_dir
         self.out_dir = out_dir
 
@@ -68,7 +69,13 @@ class OfficialAdapter(Adapter):
             verify=verify or "import platform; print(platform.python_version())",
         )
 
-    def plan(self, spec: BenchmarkSpec, python: str) -> LaunchPlan:
+    def plan(
+        self,
+        spec: BenchmarkSpec,
+        python: str,
+        hosts: Sequence[str] | None = None,
+        port: int = DEFAULT_MASTER_PORT,
+    ) -> LaunchPlan:
         if self.checkout is None:
             raise DlperfError(f"{self.manifest.name}: no checkout (run `dlperf sources fetch`)")
         return plan_nodes(
@@ -76,7 +83,8 @@ class OfficialAdapter(Adapter):
             spec,
             checkout=self.checkout,
             python=python,
-            hosts=self.hosts,
+            hosts=hosts,
+            master_port=port,
             data_dir=self.data_dir,
             out_dir=str(self.out_dir)
             if self.out_dir
@@ -87,8 +95,22 @@ class OfficialAdapter(Adapter):
         node = self.plan(spec, python).nodes[0]
         if self.out_dir:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-        env = {"PYTHONDONTWRITEBYTECODE": "1", **node.env}
+        env = {**OFFICIAL_ENV, **node.env}
         return Command(list(node.argv), env=env, cwd=Path(node.cwd))
+
+    def job_commands(
+        self,
+        spec: BenchmarkSpec,
+        python: str,
+        hosts: Sequence[str],
+        port: int,
+        log_dir: Path | None = None,
+    ) -> list[NodeCommand]:
+        """The manifest's per-node lines (one line on node 0 for a "once" manifest)."""
+        if self.out_dir:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+        nodes = self.plan(spec, python, hosts, port).nodes
+        return [dataclasses.replace(n, env={**OFFICIAL_ENV, **n.env}) for n in nodes]
 
     def parse(self, spec: BenchmarkSpec, log_text: str, events_text: str = "") -> ParsedRun:
         ctx = LogContext(spec.batch_size, spec.devices_per_node, spec.nodes)
@@ -102,13 +124,12 @@ def prepare_official(
     manifest: Manifest,
     *,
     sources_dir: Path | None = None,
-    hosts: Sequence[str] | None = None,
     data_dir: str = "",
     out_dir: Path | None = None,
 ) -> OfficialAdapter:
     """Fetch (or reuse) the verified checkout and wrap the manifest as an adapter."""
     checkout = fetch_source(manifest.upstream, sources_dir=sources_dir)
-    return OfficialAdapter(manifest, checkout, hosts=hosts, data_dir=data_dir, out_dir=out_dir)
+    return OfficialAdapter(manifest, checkout, data_dir=data_dir, out_dir=out_dir)
 
 
 # --------------------------------------------------------------------------- importing logs

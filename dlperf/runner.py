@@ -10,6 +10,7 @@ import dataclasses
 import os
 import re
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -26,12 +27,14 @@ from dlperf.adapter import Adapter
 from dlperf.adapters import get_adapter
 from dlperf.envs import Env, ensure_env
 from dlperf.events import EVENTS_ENV, ParsedRun, merge_ranks, parse_events
+from dlperf.launch import LAUNCHERS, resolve_hosts, through_launcher
 from dlperf.models import PRESETS, get_model, preset_values
 from dlperf.official import prepare_official
 from dlperf.proc import ProcResult, run_process, tail
 from dlperf.schema import (
     BenchmarkSpec,
     Environment,
+    JobInfo,
     Metrics,
     ModelInfo,
     Repeat,
@@ -137,23 +140,33 @@ def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
         )
 
 
-def check_runnable(spec: BenchmarkSpec) -> None:
-    """What this version can launch (importing logs of bigger runs is fine)."""
-    if spec.world_size > 1 and spec.impl == "official":
-        raise DlperfError(
-            f"{spec.nodes} node(s) x {spec.devices_per_node} device(s): launching an official "
-            "implementation on several devices is not available yet; `--dry-run` prints every "
-            "node's command line"
-        )
-
-
 @dataclass(frozen=True)
 class OfficialOptions:
     """Where an official implementation's code and data come from."""
 
     sources_dir: Path | None = None  # an existing clone instead of the network
-    hosts: tuple[str, ...] = ()
     data_dir: str = ""
+
+
+@dataclass(frozen=True)
+class JobLaunch:
+    """How a data-parallel job's nodes are started: `launch.LAUNCHERS`, node addresses."""
+
+    launcher: str = "local"
+    hosts: tuple[str, ...] = ()
+
+    def node_hosts(self, nodes: int) -> list[str]:
+        """Node addresses, node 0 (the master) first; the local launcher's are all this host."""
+        if self.launcher == "local":
+            if self.hosts:
+                raise DlperfError(
+                    "--launcher local runs every node on this host; to run on the hosts "
+                    f"{', '.join(self.hosts)} pass --launcher ssh, slurm or mpirun"
+                )
+            return ["127.0.0.1"] * nodes
+        if self.launcher == "slurm" and not self.hosts:
+            return resolve_hosts(nodes, slurm_hosts())
+        return resolve_hosts(nodes, self.hosts)
 
 
 def adapter_for(
@@ -167,7 +180,6 @@ def adapter_for(
     return prepare_official(
         find_manifest(spec.framework, spec.model, spec.source),
         sources_dir=opts.sources_dir,
-        hosts=opts.hosts,
         data_dir=opts.data_dir,
         out_dir=out_dir,
     )
@@ -196,17 +208,27 @@ class PreparedRun:
     env: Env | None
     result_id: str
     raw_dir: Path
+    launch: JobLaunch = JobLaunch()
 
     def run_repeat(self, index: int) -> Repeat:
         python = str(self.env.python) if self.env else sys.executable
         base_env = self.env.run_env() if self.env else dict(os.environ)
-        if self.spec.world_size > 1:
-            return run_job_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
-        return run_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
+        if self.spec.world_size == 1:
+            return run_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
+        # What a remote node needs besides the command: the variables the env sets.
+        node_env = self.env.run_env({}) if self.env else {}
+        node_env.pop("PATH", None)  # the interpreter is named by its full path
+        job = Job(self.adapter, self.spec, self.launch, python, base_env, node_env)
+        return job.run_repeat(index, self.raw_dir)
 
     def finish(self, results_dir: Path, repeats: list[Repeat]) -> tuple[Result, Path]:
         result = build_result(
-            self.spec, self.result_id, repeats, self.env, source=self.adapter.source_info()
+            self.spec,
+            self.result_id,
+            repeats,
+            self.env,
+            source=self.adapter.source_info(),
+            job=job_info(self.spec, self.launch),
         )
         return result, write_result(results_dir, result)
 
@@ -218,19 +240,25 @@ def prepare_run(
     rebuild_env: bool = False,
     result_id: str | None = None,
     official: OfficialOptions | None = None,
+    launch: JobLaunch | None = None,
 ) -> PreparedRun:
     cb = callbacks or RunCallbacks()
-    check_runnable(spec)
+    launch = launch or JobLaunch()
+    if launch.launcher not in LAUNCHERS:
+        raise DlperfError(
+            f"unknown launcher {launch.launcher!r}; choose one of: {', '.join(LAUNCHERS)}"
+        )
+    hosts = launch.node_hosts(spec.nodes) if spec.world_size > 1 else []
     result_id = result_id or new_result_id()
     raw_dir = result_dir(results_dir, spec.config_key()) / result_id
     adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
     check_spec(adapter, spec)
-    if spec.world_size > 1:  # refused before any env is built when there is no launcher
-        adapter.node_command(spec, "python", 0, ["127.0.0.1"] * spec.nodes, 0)
+    if hosts:  # refused before any env is built when there is no launcher
+        adapter.job_commands(spec, "python", hosts, 0)
     env_spec = adapter.env_spec(spec.device)
     env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message) if env_spec else None
     raw_dir.mkdir(parents=True, exist_ok=True)
-    return PreparedRun(spec, adapter, env, result_id, raw_dir)
+    return PreparedRun(spec, adapter, env, result_id, raw_dir, launch)
 
 
 def run_benchmark(
@@ -239,6 +267,7 @@ def run_benchmark(
     callbacks: RunCallbacks | None = None,
     rebuild_env: bool = False,
     official: OfficialOptions | None = None,
+    launch: JobLaunch | None = None,
 ) -> tuple[Result, Path]:
     """Run every repeat, store the result atomically, return it with its path.
 
@@ -246,7 +275,7 @@ def run_benchmark(
     anything is written, so no half-written result is left behind.
     """
     cb = callbacks or RunCallbacks()
-    run = prepare_run(spec, results_dir, cb, rebuild_env, official=official)
+    run = prepare_run(spec, results_dir, cb, rebuild_env, official=official, launch=launch)
     repeats = []
     for index in range(1, spec.repeats + 1):
         cb.repeat_started(index, spec.repeats)
@@ -324,119 +353,192 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def slurm_hosts() -> list[str]:
+    """The nodes of the Slurm allocation dlperf runs in, in Slurm's order."""
+    nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
+    if not nodelist:
+        raise DlperfError(
+            "--launcher slurm starts the nodes with srun inside an allocation, but "
+            "SLURM_JOB_NODELIST is not set: run dlperf under salloc or sbatch (`--sbatch FILE` "
+            "writes a batch script), or pass --hosts"
+        )
+    try:
+        out = subprocess.run(
+            ["scontrol", "show", "hostnames", nodelist],
+            capture_output=True, text=True, check=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DlperfError(f"could not expand SLURM_JOB_NODELIST={nodelist!r}: {exc}") from None
+    return out.stdout.split()
+
+
+def job_info(spec: BenchmarkSpec, launch: JobLaunch) -> JobInfo:
+    hosts = launch.node_hosts(spec.nodes) if spec.world_size > 1 else []
+    return JobInfo(
+        launcher=launch.launcher,
+        hosts=hosts,
+        world_size=spec.world_size,
+        global_batch=spec.global_batch,
+    )
+
+
 JOB_OUTCOME_ORDER = ("timeout", "no_output", "exited", "cancelled")
 
 
-def run_job_repeat(
-    adapter: Adapter,
-    spec: BenchmarkSpec,
-    index: int,
-    python: str,
-    base_env: Mapping[str, str],
-    raw_dir: Path,
-) -> Repeat:
-    """One repeat of a data-parallel job: a node agent per node (all on this host: the local
-    launcher), started together, each with its own log; when one fails, the others are
-    stopped at once (no rank is left waiting in a collective). Every rank writes its own
-    events file; the job's marks are their max-reduce (`merge_ranks`)."""
-    events_template = raw_dir / f"repeat-{index}.events.rank{{rank}}.jsonl"
-    rank_files = [
-        Path(str(events_template).replace("{rank}", str(r))) for r in range(spec.world_size)
-    ]
-    for path in rank_files:
-        path.unlink(missing_ok=True)
-    port = free_port()
-    hosts = ["127.0.0.1"] * spec.nodes  # the local launcher: every node on this host
-    commands = [
-        adapter.node_command(spec, python, n, hosts, port, log_dir=raw_dir)
-        for n in range(spec.nodes)
-    ]
-    cancel = threading.Event()
-    results: list[ProcResult | None] = [None] * spec.nodes
-    errors: list[BaseException] = []
-    m = spec.devices_per_node
+@dataclass
+class Job:
+    """A data-parallel job: one agent per node, started through a launcher.
 
-    def agent(n: int) -> None:
-        cmd = commands[n]
-        try:
-            results[n] = run_process(
-                cmd.argv,
-                log_path=raw_dir / f"repeat-{index}.node{n}.log",
-                # The local launcher puts every rank on this host: they share its cores.
-                env={
-                    **base_env,
-                    **cmd.env,
-                    EVENTS_ENV: str(events_template),
-                    "DLPERF_RANKS_ON_HOST": str(spec.world_size),
-                },
-                cwd=cmd.cwd,
-                timeout_s=spec.timeout_s,
-                no_output_timeout_s=spec.no_output_timeout_s,
-                watch_paths=rank_files[n * m : (n + 1) * m],  # this node's ranks
-                cancel=cancel,
-            )
-            if results[n].outcome != "exited" or results[n].exit_code != 0:
-                cancel.set()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            errors.append(exc)
-            cancel.set()
+    local starts every node's agent on this host; ssh starts one `ssh` per node; slurm and
+    mpirun start one `srun`/`mpirun` that runs a task per node. Every process is watched here
+    with the same timeouts; when one fails, the others are stopped at once (no rank is left
+    waiting in a collective). Built-in workloads write one events file per rank, so with a
+    remote launcher the results folder must be one every node sees at the same path (a shared
+    filesystem, as the env folder must be); official implementations are parsed from node 0's
+    log.
+    """
 
-    threads = [threading.Thread(target=agent, args=(n,), daemon=True) for n in range(spec.nodes)]
-    for t in threads:
-        t.start()
-    try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2)
-    except KeyboardInterrupt:
-        cancel.set()
-        for t in threads:
-            t.join()
-        raise
-    if errors:
-        raise errors[0]
-    procs = [r for r in results if r is not None]
-    # The job's outcome is its first real failure; nodes stopped because of it are victims.
-    failing = [(n, r) for n, r in enumerate(procs) if r.outcome != "exited" or r.exit_code != 0]
-    failing.sort(key=lambda nr: JOB_OUTCOME_ORDER.index(nr[1].outcome))
-    first_bad = next(((n, r) for n, r in failing if r.outcome != "cancelled"), None)
-    node, proc = first_bad or (0, procs[0])
-    # A process driving several devices writes one file for all of them (TensorFlow workers).
-    written = [p for p in rank_files if p.exists()]
-    runs = [parse_events(p.read_text(errors="replace")) for p in written] or [ParsedRun()]
-    parsed = merge_ranks(runs)
-    status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
-    if first_bad is not None and message:
-        message = f"node {node}: {message}"
-    warnings = list(parsed.notes)
-    reached = [r.marks[-1].step if r.marks else 0 for r in runs]
-    if len(set(reached)) > 1:
-        warnings.append(f"ranks reached different steps: {reached}")
-    rank_windows = []
-    if window:
-        # Each rank's own window; the job's takes as long as the slowest of them and counts
-        # every rank's samples (a per-step max-reduce would also add up unsynchronised jitter).
-        rank_windows = [window_throughput(r.marks, spec.skip, spec.measure) for r in runs]
-        elapsed = max(w.elapsed_s for w in rank_windows)
-        samples = sum(w.samples for w in rank_windows)
-        window = dataclasses.replace(
-            window, throughput=samples / elapsed, samples=samples, elapsed_s=elapsed
+    adapter: Adapter
+    spec: BenchmarkSpec
+    launch: JobLaunch
+    python: str
+    base_env: Mapping[str, str]  # this host's environment for the processes started here
+    node_env: Mapping[str, str]  # what each node's command needs from the env (remote nodes)
+
+    def run_repeat(self, index: int, raw_dir: Path) -> Repeat:
+        spec, launcher = self.spec, self.launch.launcher
+        events_template = raw_dir / f"repeat-{index}.events.rank{{rank}}.jsonl"
+        rank_files = [
+            Path(str(events_template).replace("{rank}", str(r))) for r in range(spec.world_size)
+        ]
+        for path in rank_files:
+            path.unlink(missing_ok=True)
+        hosts = self.launch.node_hosts(spec.nodes)
+        port = free_port()  # free here; with a remote launcher dlperf runs on node 0 as a rule
+        node_logs = [raw_dir / f"repeat-{index}.node{n}.log" for n in range(spec.nodes)]
+        nodes = []
+        for node in self.adapter.job_commands(spec, self.python, hosts, port, log_dir=raw_dir):
+            on_host = hosts.count(node.host) * spec.devices_per_node
+            env = {EVENTS_ENV: str(events_template), "DLPERF_RANKS_ON_HOST": str(on_host)}
+            if launcher != "local":
+                env.update(self.node_env)
+            nodes.append(dataclasses.replace(node, env={**env, **node.env}))
+        dispatched = launcher in ("slurm", "mpirun")
+        started = through_launcher(
+            launcher, nodes, node_logs=[str(p) for p in node_logs] if dispatched else None
         )
-    return make_repeat(
-        index,
-        status,
-        message,
-        window,
-        parsed,
-        warnings=warnings,
-        wall_s=round(max(p.wall_s for p in procs), 4),
-        exit_code=proc.exit_code,
-        command=list(commands[0].argv),
-        log_path=str(proc.log_path),
-        events_path=str(events_template),
-        log_tail="" if status == RepeatStatus.ok else tail(proc.log_path),
-        rank_elapsed_s=[round(w.elapsed_s, 6) for w in rank_windows],
-    )
+        m = spec.devices_per_node
+        cancel = threading.Event()
+        procs: list[ProcResult | None] = [None] * len(started)
+        errors: list[BaseException] = []
+
+        def agent(i: int) -> None:
+            cmd = started[i]
+            covered = range(spec.nodes) if dispatched else [cmd.node_rank]
+            watch = [f for n in covered for f in rank_files[n * m : (n + 1) * m]]
+            if dispatched:
+                watch += node_logs
+            env = dict(self.base_env)
+            if launcher == "local":
+                env.update(cmd.env)
+            try:
+                procs[i] = run_process(
+                    cmd.argv,
+                    log_path=raw_dir / f"repeat-{index}.{launcher}.log"
+                    if dispatched
+                    else node_logs[cmd.node_rank],
+                    env=env,
+                    cwd=None if cmd.cwd == "." else Path(cmd.cwd),
+                    timeout_s=spec.timeout_s,
+                    no_output_timeout_s=spec.no_output_timeout_s,
+                    watch_paths=watch,
+                    cancel=cancel,
+                )
+                if procs[i].outcome != "exited" or procs[i].exit_code != 0:
+                    cancel.set()
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                errors.append(exc)
+                cancel.set()
+
+        threads = [
+            threading.Thread(target=agent, args=(i,), daemon=True) for i in range(len(started))
+        ]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.2)
+        except KeyboardInterrupt:
+            cancel.set()
+            for t in threads:
+                t.join()
+            raise
+        if errors:
+            raise errors[0]
+        done = [(started[i].node_rank, p) for i, p in enumerate(procs) if p is not None]
+        # The job's outcome is its first real failure; nodes stopped because of it are victims.
+        failing = [(n, p) for n, p in done if p.outcome != "exited" or p.exit_code != 0]
+        failing.sort(key=lambda np: JOB_OUTCOME_ORDER.index(np[1].outcome))
+        first_bad = next(((n, p) for n, p in failing if p.outcome != "cancelled"), None)
+        node, proc = first_bad or done[0]
+        if spec.impl == "official":
+            runs = [self.adapter.parse(spec, read(node_logs[0]), "")]
+        else:
+            # A process driving several devices writes one file for all (TensorFlow workers).
+            runs = [parse_events(read(p)) for p in rank_files if p.exists()] or [ParsedRun()]
+        parsed = merge_ranks(runs)
+        status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
+        if first_bad is not None and message and not dispatched:
+            message = f"node {node}: {message}"
+        if status == RepeatStatus.bad_output and launcher != "local":
+            message += (
+                f"; no rank wrote to {raw_dir}: with --launcher {launcher} the results "
+                "folder must be on a filesystem every node sees at the same path"
+            )
+        warnings = list(parsed.notes)
+        reached = [r.marks[-1].step if r.marks else 0 for r in runs]
+        if len(set(reached)) > 1:
+            warnings.append(f"ranks reached different steps: {reached}")
+        rank_windows = []
+        if window and len(runs) > 1:
+            # Each rank's own window; the job's takes as long as the slowest of them and counts
+            # every rank's samples (a per-step max-reduce would also add up unsynchronised
+            # jitter).
+            rank_windows = [window_throughput(r.marks, spec.skip, spec.measure) for r in runs]
+            elapsed = max(w.elapsed_s for w in rank_windows)
+            samples = sum(w.samples for w in rank_windows)
+            window = dataclasses.replace(
+                window, throughput=samples / elapsed, samples=samples, elapsed_s=elapsed
+            )
+        log = proc.log_path if dispatched or first_bad else node_logs[0]
+        others = node_logs if dispatched else []  # the dispatcher's log says little
+        return make_repeat(
+            index,
+            status,
+            message,
+            window,
+            parsed,
+            warnings=warnings,
+            wall_s=round(max(p.wall_s for _, p in done), 4),
+            exit_code=proc.exit_code,
+            command=list(started[0].argv),
+            log_path=str(log),
+            events_path=str(events_template),
+            log_tail="" if status == RepeatStatus.ok else job_tail(proc.log_path, others),
+            rank_elapsed_s=[round(w.elapsed_s, 6) for w in rank_windows],
+        )
+
+
+def read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def job_tail(log: Path, node_logs: list[Path]) -> str:
+    """The failing process's log tail, and each node's when a dispatcher wrote them apart."""
+    parts = [tail(log)]
+    parts += [f"--- {p.name}\n{tail(p)}" for p in node_logs if p != log and p.exists()]
+    return "\n".join(part for part in parts if part.strip())
 
 
 def make_repeat(
@@ -512,6 +614,7 @@ def build_result(
     *,
     source: SourceInfo | None = None,
     imported: bool = False,
+    job: JobInfo | None = None,
 ) -> Result:
     warnings: list[str] = []
     ok = [r for r in repeats if r.status == RepeatStatus.ok]
@@ -552,11 +655,13 @@ def build_result(
             found = system.peak_flops(spec.device, start.get("device_name"), spec.precision)
             if found:
                 peak, peak_source = found
-                if spec.device == "cuda" and spec.world_size > 1:
-                    # Per-GPU peak times the GPUs; a CPU peak is already the whole host's, and
-                    # the local launcher's simulated nodes share this one host.
-                    peak *= spec.world_size
-                    peak_source = f"{spec.world_size} x {peak_source}"
+                # Per-GPU peak times the GPUs; a CPU peak is already the whole host's (times
+                # the hosts: the local launcher's simulated nodes share this one).
+                hosts = len(set(job.hosts)) if job and job.hosts else 1
+                scale = spec.world_size if spec.device == "cuda" else hosts
+                if scale > 1:
+                    peak *= scale
+                    peak_source = f"{scale} x {peak_source}"
                 mfu = achieved / peak
     status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
     if imported:  # the log came from another machine: describe only what the log says
@@ -604,4 +709,10 @@ def build_result(
         warnings=warnings,
         source=source,
         origin="parse" if imported else "run",
+        job=job
+        or JobInfo(
+            launcher=None if imported else "local",
+            world_size=spec.world_size,
+            global_batch=spec.global_batch,
+        ),
     )

@@ -216,6 +216,15 @@ class SourceInfo(_Frozen):
     patches: dict[str, str] = Field(default_factory=dict)  # file name -> sha256, applied in order
 
 
+class JobInfo(_Frozen):
+    """How a run was spread: the launcher, its nodes, the ranks and the global batch."""
+
+    launcher: str | None = "local"  # None: imported from logs, started by someone else
+    hosts: list[str] = Field(default_factory=list)  # node 0 (the master) first
+    world_size: int = 1
+    global_batch: int  # samples per step over all ranks: nodes x devices x batch per device
+
+
 class Result(_Frozen):
     schema_version: int = SCHEMA_VERSION
     id: str
@@ -229,3 +238,4 @@ class Result(_Frozen):
     warnings: list[str] = Field(default_factory=list)
     source: SourceInfo | None = None
     origin: str = "run"  # "run": measured by dlperf; "parse": imported from logs made elsewhere
+    job: JobInfo | None = None  # None in results stored before it was recorded

@@ -10,7 +10,7 @@ import pytest
 
 from dlperf import DlperfError
 from dlperf.adapters import get_adapter
-from dlperf.launch import NodeCommand, node_commands, through_launcher
+from dlperf.launch import NodeCommand, through_launcher
 from dlperf.runner import resolve_spec
 
 SNAPSHOT = Path(__file__).with_name("snapshots") / "launchers-pytorch-4x8.txt"
@@ -23,7 +23,7 @@ def render_4x8() -> str:
     )  # fmt: skip
     adapter = get_adapter("pytorch")
     hosts = [f"gpu{i}.cluster" for i in range(4)]
-    nodes = node_commands(adapter, spec, "/opt/dlperf/env/bin/python", hosts, 29500)
+    nodes = adapter.job_commands(spec, "/opt/dlperf/env/bin/python", hosts, 29500)
     out = []
     for launcher in ("ssh", "slurm", "mpirun"):
         out.append(f"== {launcher}")
@@ -72,3 +72,175 @@ def test_unknown_launcher_and_missing_hosts() -> None:
 
     with pytest.raises(DlperfError, match="pass --hosts"):
         resolve_hosts(4, None)
+
+
+# ------------------------------------------------------------------ real launchers, live
+# A private sshd on a free loopback port and Open MPI's mpirun start the nodes for real; the
+# two "nodes" are this host twice (the results folder is trivially shared).
+
+
+def pace_spec(**options: str):
+    return resolve_spec(
+        "calibration", "pace", preset="smoke",
+        overrides={"nodes": 2, "devices_per_node": 1, "skip": 3, "measure": 10, "repeats": 1,
+                   "batch_size": 10, "no_output_timeout_s": 5.0, "timeout_s": 60.0,
+                   "options": {"step_ms": "20", **options}},
+    )  # fmt: skip
+
+
+def pace_processes() -> list[str]:
+    import time
+
+    import psutil
+
+    time.sleep(0.5)
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "pace.py" in cmd and "--world-size" in cmd:
+            found.append(cmd)
+    return found
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory):
+    import shutil
+    import socket
+    import time
+
+    sshd = shutil.which("sshd") or next(
+        (p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd") if Path(p).exists()), None
+    )
+    if not sshd or not shutil.which("ssh"):
+        pytest.skip("no OpenSSH server here (apt-get install openssh-server; .ci/run does)")
+    d = tmp_path_factory.mktemp("sshd")
+    for key in ("host", "user"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / key)],
+                       check=True)  # fmt: skip
+    (d / "authorized_keys").write_text((d / "user.pub").read_text())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\n"
+        f"AuthorizedKeysFile {d}/authorized_keys\nPasswordAuthentication no\n"
+        f"PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nPidFile {d}/sshd.pid\n"
+    )
+    (d / "ssh_config").write_text(
+        f"Host *\n  Port {port}\n  IdentityFile {d}/user\n  UserKnownHostsFile {d}/known_hosts\n"
+        "  LogLevel ERROR\n  StrictHostKeyChecking accept-new\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory
+    server = subprocess.Popen([sshd, "-D", "-f", str(d / "sshd_config"), "-E", str(d / "log")])
+    for _ in range(50):
+        if subprocess.run(["ssh", "-F", str(d / "ssh_config"), "-o", "BatchMode=yes",
+                           "127.0.0.1", "true"], capture_output=True).returncode == 0:  # fmt: skip
+            break
+        time.sleep(0.1)
+    else:
+        server.kill()
+        pytest.skip(f"the test sshd did not accept a login: {(d / 'log').read_text()[-500:]}")
+    yield f"ssh -F {d / 'ssh_config'}"
+    server.terminate()
+    server.wait()
+
+
+@pytest.mark.multiprocess
+def test_ssh_launcher_runs_a_two_node_job(sshd, tmp_path, monkeypatch) -> None:
+    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.schema import ResultStatus
+
+    monkeypatch.setenv("DLPERF_SSH", sshd)
+    launch = JobLaunch("ssh", ("127.0.0.1", "localhost"))
+    result, _ = run_benchmark(pace_spec(), tmp_path, launch=launch)
+    assert result.status == ResultStatus.ok, result.warnings
+    (r,) = result.repeats
+    assert r.throughput == pytest.approx(1000.0, rel=0.03)  # 2 ranks x 10 samples / 20 ms
+    assert r.command[:2] == ["ssh", "-F"] and "-tt" in r.command
+    assert result.job.launcher == "ssh" and result.job.hosts == ["127.0.0.1", "localhost"]
+    assert result.job.world_size == 2 and result.job.global_batch == 20
+    raw = Path(r.log_path).parent
+    assert "step 13/13" in (raw / "repeat-1.node1.log").read_text()
+
+
+@pytest.mark.multiprocess
+def test_ssh_launcher_hangs_up_remote_ranks_when_one_node_fails(sshd, tmp_path, monkeypatch):
+    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.schema import RepeatStatus
+
+    monkeypatch.setenv("DLPERF_SSH", sshd)
+    launch = JobLaunch("ssh", ("127.0.0.1", "127.0.0.1"))
+    result, _ = run_benchmark(pace_spec(hang_at_step="4", fault_rank="1"), tmp_path, launch=launch)
+    (r,) = result.repeats
+    assert r.status == RepeatStatus.hung and r.message.startswith("node 1: no output for 5 s")
+    assert not pace_processes()  # killing the local ssh hung up the remote ranks
+
+
+def mpirun_env(monkeypatch) -> None:
+    import os
+    import shutil
+
+    if not shutil.which("mpirun"):
+        pytest.skip("no mpirun here (apt-get install openmpi-bin; .ci/run does)")
+    if os.geteuid() == 0:  # Open MPI refuses root unless told it is meant
+        monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+
+
+@pytest.mark.multiprocess
+def test_mpirun_launcher_runs_a_two_node_job(tmp_path, monkeypatch) -> None:
+    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.schema import ResultStatus
+
+    mpirun_env(monkeypatch)
+    launch = JobLaunch("mpirun", ("127.0.0.1", "127.0.0.1"))
+    result, _ = run_benchmark(pace_spec(), tmp_path, launch=launch)
+    assert result.status == ResultStatus.ok, result.warnings
+    (r,) = result.repeats
+    assert r.throughput == pytest.approx(1000.0, rel=0.03)
+    assert r.command[0] == "mpirun" and result.job.launcher == "mpirun"
+    raw = Path(r.log_path).parent
+    for n in (0, 1):  # the dispatch script sent each node's output to its own log
+        assert "step 13/13" in (raw / f"repeat-1.node{n}.log").read_text()
+
+
+@pytest.mark.multiprocess
+def test_mpirun_launcher_tears_the_job_down_when_a_rank_crashes(tmp_path, monkeypatch) -> None:
+    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.schema import RepeatStatus
+
+    mpirun_env(monkeypatch)
+    launch = JobLaunch("mpirun", ("127.0.0.1", "127.0.0.1"))
+    spec = pace_spec(crash_at_step="4", fault_rank="0")
+    result, _ = run_benchmark(spec, tmp_path, launch=launch)
+    (r,) = result.repeats
+    assert r.status == RepeatStatus.crashed, r.message
+    assert "crashing at step 4" in r.log_tail
+    assert not pace_processes()
+
+
+def test_slurm_outside_an_allocation_says_what_to_do(tmp_path, monkeypatch) -> None:
+    from dlperf.runner import JobLaunch, run_benchmark
+
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    with pytest.raises(DlperfError, match="run dlperf under salloc or sbatch"):
+        run_benchmark(pace_spec(), tmp_path, launch=JobLaunch("slurm"))
+
+
+def test_sbatch_script_reruns_the_same_benchmark_inside_the_allocation(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from dlperf.cli import app
+
+    script = tmp_path / "job.sbatch"
+    out = CliRunner().invoke(app, [
+        "run", "pytorch", "resnet50", "--nodes", "4", "--devices-per-node", "8", "--device",
+        "cuda", "--amp", "--results-dir", str(tmp_path / "r"), "--sbatch", str(script),
+    ])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    text = script.read_text()
+    assert "#SBATCH --nodes=4" in text and "#SBATCH --gpus-per-node=8" in text
+    exec_line = text.strip().splitlines()[-1]
+    assert exec_line.endswith("--launcher slurm") and "--amp" in exec_line
+    assert "--nodes 4 --devices-per-node 8" in exec_line and "--batch-size 256" in exec_line
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from unittest import mock
 
 import psutil
 import pytest
@@ -113,10 +114,24 @@ def test_two_simulated_nodes_train_data_parallel(tmp_path: Path, framework: str)
     ]  # fmt: skip
 
 
-def test_frameworks_without_a_launcher_say_so() -> None:
+def test_an_adapter_without_a_launcher_is_refused_before_any_env_is_built(tmp_path: Path) -> None:
     from dlperf import DlperfError
-    from dlperf.adapters import get_adapter
+    from dlperf.adapter import Adapter
+    from dlperf.runner import prepare_run
 
-    s = resolve_spec("mxnet", "resnet50", preset="smoke", overrides={"nodes": 2})
-    with pytest.raises(DlperfError, match="mxnet has no data-parallel launcher yet"):
-        get_adapter("mxnet").node_command(s, "python", 0, ["127.0.0.1"] * 2, 1234)
+    class NoLauncher(Adapter):
+        name, description, models = "nolauncher", "test double", ("pace",)
+
+        def env_spec(self, device):
+            raise AssertionError("no env may be built for a job that cannot launch")
+
+        def command(self, spec, python):
+            raise AssertionError("not reached")
+
+        def option_keys(self, model):
+            return {"step_ms": "accepted"}
+
+    s = spec(2, 1)
+    refused = pytest.raises(DlperfError, match="nolauncher has no data-parallel launcher yet")
+    with mock.patch("dlperf.runner.get_adapter", return_value=NoLauncher()), refused:
+        prepare_run(s, tmp_path)

@@ -18,6 +18,7 @@ import pytest
 
 from dlperf import DlperfError
 from dlperf.runner import OfficialOptions, resolve_spec, run_benchmark
+from dlperf.schema import ResultStatus
 from dlperf.sources import (
     MARKER,
     checkout_dir,
@@ -38,6 +39,8 @@ p.add_argument("--batch_size", type=int, default=32)
 p.add_argument("--log_steps", type=int, default=5)
 p.add_argument("--step_ms", type=float, default=10.0)
 p.add_argument("--model_dir", default="model")
+p.add_argument("--worker_hosts", default="")
+p.add_argument("--task_index", type=int, default=0)
 a = p.parse_args()
 STEPS = 10000  # upstream trains for a fixed, long schedule
 start = last = time.monotonic()
@@ -233,10 +236,8 @@ def test_per_node_commands_are_derived_not_hand_edited(upstream) -> None:
         overrides={"impl": "official", "nodes": 2, "devices_per_node": 4, "batch_size": 8},
     )
     assert (spec.source, spec.skip, spec.measure) == ("standin-pace", 10, 20)
-    adapter = OfficialAdapter(
-        manifest, Path("/src"), hosts=["10.0.0.1", "10.0.0.2"], out_dir=Path("out")
-    )
-    plan = adapter.plan(spec, "/env/bin/python")
+    adapter = OfficialAdapter(manifest, Path("/src"), out_dir=Path("out"))
+    plan = adapter.plan(spec, "/env/bin/python", ["10.0.0.1", "10.0.0.2"])
     assert [n.node_rank for n in plan.nodes] == [0, 1]
     for node in plan.nodes:
         assert node.argv == (
@@ -250,7 +251,7 @@ def test_per_node_commands_are_derived_not_hand_edited(upstream) -> None:
         OfficialAdapter(manifest, Path("/src")).plan(spec, "python")
     xla = spec.model_copy(update={"xla": True})
     with pytest.raises(DlperfError, match="cannot run with --xla: the stand-in has no compiler"):
-        adapter.plan(xla, "python")
+        adapter.plan(xla, "python", ["10.0.0.1", "10.0.0.2"])
 
 
 def test_dry_run_prints_every_node(upstream) -> None:
@@ -293,6 +294,26 @@ def test_official_run_end_to_end(upstream) -> None:
     raw = Path(result.repeats[0].log_path).parent
     assert (raw / "upstream-output" / "model" / "checkpoint").read_text() == "30"
     verify_checkout(find_manifest("calibration", "pace").upstream, checkout_dir_of(upstream))
+
+
+@pytest.mark.multiprocess
+def test_official_run_on_two_simulated_nodes(upstream) -> None:
+    spec = resolve_spec(
+        "calibration", "pace",
+        overrides={"impl": "official", "batch_size": 10, "repeats": 1, "nodes": 2},
+    )  # fmt: skip
+    opts = OfficialOptions(sources_dir=upstream["repo"])
+    result, _ = run_benchmark(spec, upstream["tmp"] / "results", official=opts)
+    assert result.status == ResultStatus.ok, result.warnings
+    (r,) = result.repeats
+    # Node 0's log: 2 nodes x 10 samples every 10 ms.
+    assert r.throughput == pytest.approx(2000, rel=0.03)
+    assert result.job.global_batch == 20 and result.job.hosts == ["127.0.0.1"] * 2
+    raw = Path(r.log_path).parent
+    for n in (0, 1):
+        log = (raw / f"repeat-1.node{n}.log").read_text()
+        assert "between steps 25 and 30" in log
+    assert "--task_index=0" in r.command and "--worker_hosts=127.0.0.1,127.0.0.1" in r.command
 
 
 def test_sources_verify_and_list_commands(upstream) -> None:
