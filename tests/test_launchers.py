@@ -3,6 +3,7 @@ and the quoting checked by a real shell."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from pathlib import Path
 
@@ -244,3 +245,124 @@ def test_sbatch_script_reruns_the_same_benchmark_inside_the_allocation(tmp_path)
     assert exec_line.endswith("--launcher slurm") and "--amp" in exec_line
     assert "--nodes 4 --devices-per-node 8" in exec_line and "--batch-size 256" in exec_line
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+SLURM_CONF = """\
+ClusterName=dlperf-test
+SlurmctldHost=localhost
+SlurmctldPort={port}
+SlurmdPort={port1}
+AuthType=auth/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool/%n
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.%n.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+ReturnToService=2
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+NodeName=n0 NodeHostname=localhost NodeAddr=127.0.0.1 Port={port2} CPUs=2 State=UNKNOWN
+NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port={port3} CPUs=2 State=UNKNOWN
+PartitionName=test Nodes=n0,n1 Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory):
+    """A two-node Slurm cluster on this host: munged, slurmctld and one slurmd per node."""
+    import os
+    import shutil
+    import socket
+    import time
+
+    import psutil
+
+    if not all(shutil.which(p) for p in ("slurmctld", "slurmd", "salloc", "munged")):
+        pytest.skip("no Slurm here (apt-get install slurm-wlm; .ci/run does)")
+    if os.geteuid() != 0:
+        pytest.skip("the test Slurm cluster runs its daemons as root")
+    d = tmp_path_factory.mktemp("slurm")
+    for sub in ("state", "spool"):
+        (d / sub).mkdir()
+    ports = []
+    for _ in range(4):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    conf = d / "slurm.conf"
+    conf.write_text(SLURM_CONF.format(d=d, port=ports[0], port1=ports[1], port2=ports[2],
+                                      port3=ports[3]))  # fmt: skip
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    Path("/run/munge").mkdir(exist_ok=True)
+    munge_pid = d / "munged.pid"
+    munge_socket = d / "munge.socket"
+    subprocess.run(["munged", "--force", f"--socket={munge_socket}", f"--pid-file={munge_pid}"],
+                   check=True, capture_output=True)  # fmt: skip
+    # Slurm's munge plugin finds the socket through AuthInfo.
+    conf.write_text(conf.read_text() + f"AuthInfo=socket={munge_socket}\n")
+    subprocess.run(["slurmctld", "-c"], env=env, check=True)
+    subprocess.run(["slurmd", "-N", "n0"], env=env, check=True)
+    subprocess.run(["slurmd", "-N", "n1"], env=env, check=True)
+    for _ in range(100):
+        out = subprocess.run(["sinfo", "-h", "-o", "%T %D"], env=env, capture_output=True,
+                             text=True).stdout.split()  # fmt: skip
+        if out == ["idle", "2"]:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.skip(f"the test Slurm cluster did not come up: {out}")
+    daemons = [psutil.Process(int(f.read_text())) for f in [munge_pid, *d.glob("slurm*.pid")]]
+    yield env
+    for proc in daemons:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(daemons, timeout=10)
+    for proc in alive:
+        proc.kill()
+
+
+def salloc_run(slurm_env, results: Path, *options: str) -> subprocess.CompletedProcess:
+    import sys
+
+    dlperf = [sys.executable, "-m", "dlperf", "run", "calibration", "pace", "--preset", "smoke",
+              "--nodes", "2", "--devices-per-node", "1", "--skip", "3", "--measure", "10",
+              "--repeats", "1", "--batch-size", "10", "--no-output-timeout", "5",
+              "--set", "step_ms=20", *options, "--launcher", "slurm",
+              "--results-dir", str(results), "--json"]  # fmt: skip
+    return subprocess.run(["salloc", "-N", "2", *dlperf], env=slurm_env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+
+
+@pytest.mark.multiprocess
+def test_slurm_launcher_runs_a_two_node_job_in_an_allocation(slurm, tmp_path) -> None:
+    import json
+
+    out = salloc_run(slurm, tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    (r,) = result["repeats"]
+    assert r["throughput"] == pytest.approx(1000.0, rel=0.03)
+    assert r["command"][0] == "srun" and "--nodelist=n0,n1" in r["command"]
+    assert result["job"]["hosts"] == ["n0", "n1"] and result["job"]["launcher"] == "slurm"
+    raw = Path(r["log_path"]).parent
+    for n in (0, 1):
+        assert "step 13/13" in (raw / f"repeat-1.node{n}.log").read_text()
+
+
+@pytest.mark.multiprocess
+def test_slurm_launcher_cancels_every_task_when_a_node_hangs(slurm, tmp_path) -> None:
+    import json
+
+    out = salloc_run(slurm, tmp_path, "--set", "hang_at_step=4", "--set", "fault_rank=1")
+    assert out.returncode == 2, out.stderr
+    (r,) = json.loads(out.stdout)["repeats"]
+    assert r["status"] == "hung" and "hanging at step 4" in r["log_tail"]
+    assert not pace_processes()
