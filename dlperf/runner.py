@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -530,6 +530,17 @@ class Job:
         )
 
 
+def distinct_machines(hosts: Sequence[str]) -> int:
+    """How many machines the node addresses name ("localhost" and 127.0.0.1 are one)."""
+    found = set()
+    for host in hosts:
+        try:
+            found.add(socket.gethostbyname(host))
+        except OSError:
+            found.add(host)
+    return len(found)
+
+
 def read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
@@ -657,7 +668,7 @@ def build_result(
                 peak, peak_source = found
                 # Per-GPU peak times the GPUs; a CPU peak is already the whole host's (times
                 # the hosts: the local launcher's simulated nodes share this one).
-                hosts = len(set(job.hosts)) if job and job.hosts else 1
+                hosts = distinct_machines(job.hosts) if job and job.hosts else 1
                 scale = spec.world_size if spec.device == "cuda" else hosts
                 if scale > 1:
                     peak *= scale

@@ -135,3 +135,10 @@ def test_an_adapter_without_a_launcher_is_refused_before_any_env_is_built(tmp_pa
     refused = pytest.raises(DlperfError, match="nolauncher has no data-parallel launcher yet")
     with mock.patch("dlperf.runner.get_adapter", return_value=NoLauncher()), refused:
         prepare_run(s, tmp_path)
+
+
+def test_mfu_counts_machines_not_names() -> None:
+    from dlperf.runner import distinct_machines
+
+    assert distinct_machines(["127.0.0.1", "localhost", "127.0.0.1"]) == 1
+    assert distinct_machines(["node-a.invalid", "node-b.invalid"]) == 2  # unresolved: by name

@@ -270,7 +270,7 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context):
+def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv=None):
     b = args.batch_size
     nd = mx.nd
     if args.model == "resnet50":
@@ -308,6 +308,20 @@ def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context):
             nsp = -nd.pick(nd.log_softmax(nsp_logits, axis=-1), nsp_labels, axis=-1).mean()
             return mlm + nsp
 
+    # Data parallel: every step the kvstore sums each gradient over all workers, and each worker
+    # updates its own copy with the mean (as DDP does; the servers could not unpickle
+    # TorchAdamW). Not the Trainer's kvstore: its lazy first-step broadcast of the weights and
+    # the first gradient push share a key with no ordering, so a rank can pull the gradient
+    # sum into its weights. Here rank 0's weights are pulled, and landed, before any push.
+    params = [p for p in net.collect_params().values() if p.grad_req != "null"]
+    keys = list(range(len(params)))
+    scale = 1
+    if kv is not None:
+        kv.init(keys, [p.data() for p in params])
+        kv.pull(keys, out=[p.data() for p in params])
+        mx.nd.waitall()
+        scale = kv.num_workers
+
     amp = None
     if args.precision == "amp":
         from mxnet.contrib import amp
@@ -322,7 +336,10 @@ def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context):
                     autograd.backward(scaled)
         if amp is None:
             loss.backward()
-        trainer.step(1)  # the loss is already a mean: no further rescaling
+        if kv is not None:
+            for key, p in zip(keys, params, strict=True):
+                kv.pushpull(key, p.grad(), priority=-key)  # in place: the sum over workers
+        trainer.step(scale)  # the loss is a batch mean already: 1/workers makes the sum a mean
         return loss
 
     return step
@@ -353,7 +370,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = parse_args(argv)
-    path = os.environ.get("DLPERF_EVENTS")
+    # Data parallel when dist_node.py started this as one of several ps-lite workers: joining
+    # the kvstore waits for the scheduler, the servers and every other worker.
+    kv = None
+    if (not args.describe and os.environ.get("DMLC_ROLE") == "worker"
+            and int(os.environ.get("DMLC_NUM_WORKER", "1")) > 1):  # fmt: skip
+        kv = mx.kv.create("dist_sync")
+    rank, world = (kv.rank, kv.num_workers) if kv is not None else (0, 1)
+    # One events file per rank: the runner gives a path with "{rank}" in it for multi-rank jobs.
+    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
     events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
 
     def emit(**event: object) -> None:
@@ -392,10 +417,12 @@ def main(argv: list[str] | None = None) -> int:
 
         amp.init()
         amp_dtype = "float16"
-    net = build_model(args, ctx)
+    net = build_model(args, ctx)  # the same initial weights on every rank (rank 0's pulled too)
     if args.xla:
         net.hybridize(static_alloc=True, static_shape=True)
-    step = make_step(args, net, ctx)
+    if kv is not None:
+        mx.random.seed(args.seed + rank)  # each rank its own synthetic batch
+    step = make_step(args, net, ctx, kv)
     params = count_params(net)
     flops = training_flops_per_sample(args)
     device_name = cpu_name() if args.device == "cpu" else f"GPU {ctx.device_id}"
@@ -413,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
         amp_dtype=amp_dtype,
         xla=args.xla,
         batch_size=args.batch_size,
+        rank=rank,
+        world_size=world,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
@@ -422,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.steps} steps",
         flush=True,
     )
+    if kv is not None:
+        threads = os.environ.get("OMP_NUM_THREADS", "MXNet's default")
+        print(f"rank {rank} of {world} (kvstore {kv.type}), {threads} threads", flush=True)
     mx.nd.waitall()
     ready = time.monotonic()
     emit(event="ready", time=ready)

@@ -8,6 +8,10 @@ events contract: JSON lines written to the file named by $DLPERF_EVENTS ("start"
 OneFlow's eager engine is asynchronous (ops are queued to a virtual machine): each step's
 timestamp is taken only after the loss has been read back to a Python float.
 
+Data parallel when oneflow.distributed.launch starts several ranks (RANK / WORLD_SIZE /
+LOCAL_RANK): oneflow.nn.parallel.DistributedDataParallel all-reduces the gradients every step;
+the batch size is per rank, and each rank writes its own events file ("{rank}" in the path).
+
 Usage:
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
     python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
@@ -27,10 +31,19 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TextIO
 
-import numpy as np
-import oneflow as flow
-import oneflow.nn.functional as F
-from oneflow import nn
+# OneFlow counts nodes by the distinct IP addresses its ranks reach the master from, and places
+# rank r on device r % (world / nodes). Simulated nodes on one host all come from 127.0.0.1: one
+# OneFlow node, whose device index for rank r is r itself, while the launcher sets LOCAL_RANK to
+# the index within the simulated node (0 on node 1). Left so, rank 1 finds itself missing from
+# the all-reduce placement ("@1:1") and aborts (value_not_found in cpu_all_reduce.cpp; the
+# master then reports "Machine 1 lost"). OneFlow reads LOCAL_RANK once, so fix it before import.
+if os.environ.get("DLPERF_ONEFLOW_SINGLE_HOST") == "1" and "RANK" in os.environ:
+    os.environ["LOCAL_RANK"] = os.environ["RANK"]
+
+import numpy as np  # noqa: E402
+import oneflow as flow  # noqa: E402
+import oneflow.nn.functional as F  # noqa: E402
+from oneflow import nn  # noqa: E402
 
 RESNET50_PARAMS = 25_557_032  # at 1000 classes, same as torchvision's resnet50
 BERT_BASE_PARAMS = 110_106_428  # BertForPreTraining, tied MLM decoder counted once
@@ -568,9 +581,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --device cuda asked for, but oneflow.cuda.is_available() is False "
               f"(oneflow {flow.__version__})", file=sys.stderr, flush=True)  # fmt: skip
         return 2
-    device = flow.device(args.device)
+    # Data parallel when oneflow.distributed.launch started several ranks: one process per
+    # device, gradients all-reduced every step, batch = per device.
+    rank, world = flow.env.get_rank(), flow.env.get_world_size()
+    local_rank = flow.env.get_local_rank()
+    split_threads = None
+    if world > 1:
+        nodes = flow.env.get_node_size()
+        placed = rank % (world // nodes)  # OneFlow's device index for this rank
+        if local_rank != placed:  # see the LOCAL_RANK note at the top
+            print(f"error: rank {rank} has LOCAL_RANK {local_rank}, but OneFlow sees {nodes} "
+                  f"node(s) and places it on device {placed}; its all-reduce would abort",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            return 2
+        if args.device == "cpu" and not args.threads:  # ranks on one host share its cores
+            on_host = int(os.environ.get("DLPERF_RANKS_ON_HOST", world // nodes))
+            split_threads = max(1, (os.cpu_count() or 1) // on_host)
+            # Overrides the launcher's OMP_NUM_THREADS=1; must precede every eager op.
+            flow.set_num_threads(split_threads)
+    device = flow.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
 
-    path = os.environ.get("DLPERF_EVENTS")
+    # One events file per rank: the runner gives a path with "{rank}" in it for multi-rank jobs.
+    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
     events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
 
     def emit(**event: object) -> None:
@@ -596,14 +628,24 @@ def main(argv: list[str] | None = None) -> int:
         problem = amp_problem(device.type)
         if problem:
             return unsupported(problem)
+    if args.xla and world > 1:
+        return unsupported(
+            "data-parallel oneflow.nn.Graph needs global tensors (to_global); this workload's "
+            "data parallelism is eager DistributedDataParallel only"
+        )
     if args.xla:
         problem = graph_problem(args, device)
         if problem:
             return unsupported(problem)
 
-    flow.manual_seed(args.seed)
+    flow.manual_seed(args.seed)  # the same initial weights on every rank
     model = build_model(args).to(device)
     model.train()
+    if world > 1:
+        # Broadcasts rank 0's parameters, then all-reduces (averages) the gradients in buckets
+        # from backward hooks and broadcasts the BN buffers before each forward, like torch's.
+        model = nn.parallel.DistributedDataParallel(model)
+        args.seed += rank  # each rank its own synthetic batch
     params = count_params(model)
     flops = training_flops_per_sample(args)
     device_name = cpu_name()
@@ -612,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
             device_name = flow.cuda.get_device_name(device.index or 0)
     native_bf16 = cpu_native_bf16() if device.type == "cpu" else None
     omp = os.environ.get("OMP_NUM_THREADS", "")
-    threads = args.threads or (int(omp) if omp.isdigit() else None)
+    threads = args.threads or split_threads or (int(omp) if omp.isdigit() else None)
 
     emit(
         event="start",
@@ -631,6 +673,8 @@ def main(argv: list[str] | None = None) -> int:
         threads=threads,
         tf32=False if device.type == "cuda" else None,
         cpu_native_bf16=native_bf16,
+        rank=rank,
+        world_size=world,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
