@@ -479,7 +479,8 @@ class Job:
         done = [(started[i].node_rank, p) for i, p in enumerate(procs) if p is not None]
         # The job's outcome is its first real failure; nodes stopped because of it are victims.
         failing = [(n, p) for n, p in done if p.outcome != "exited" or p.exit_code != 0]
-        failing.sort(key=lambda np: JOB_OUTCOME_ORDER.index(np[1].outcome))
+        # Among exits, the first to end is the cause (the others died of losing it).
+        failing.sort(key=lambda np: (JOB_OUTCOME_ORDER.index(np[1].outcome), np[1].wall_s))
         first_bad = next(((n, p) for n, p in failing if p.outcome != "cancelled"), None)
         node, proc = first_bad or done[0]
         if spec.impl == "official":

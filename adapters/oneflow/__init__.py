@@ -64,7 +64,8 @@ class OneFlowAdapter(WorkloadScriptAdapter):
         """oneflow.distributed.launch as the node agent: one process per device, gradients
         all-reduced by DistributedDataParallel (OneFlow's own ring over its transport on CPU,
         NCCL on CUDA). The launcher kills its process group and exits non-zero when a rank
-        fails; a rank whose peer died aborts within ~13 s ("Machine N lost" heartbeat)."""
+        fails; a rank whose peer died aborts by itself too (its transport socket breaks, or the
+        control heartbeat, every 7-13 s, reports "Machine N lost")."""
         workload = self.command(spec, python)
         launcher = [
             python, "-m", "oneflow.distributed.launch",
