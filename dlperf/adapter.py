@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -91,7 +92,13 @@ class WorkloadScriptAdapter(Adapter):
     """An adapter whose built-in workloads are one script following the common workload CLI:
 
     ``workload.py --model M --batch-size B --steps N --precision P --device D
-    [--image-size S] [--seq-len L] [--xla] [--<option> V ...] [--describe]``
+    [--image-size S] [--seq-len L] [--xla] [--mode infer [--loadgen-settings JSON]]
+    [--<option> V ...] [--describe]``
+
+    In inference mode a step is one batch through the model in eval mode without gradients.
+    With `--loadgen-settings` the workload warms up for its steps, then hands the model to
+    MLPerf LoadGen (`adapters/_shared/loadgen_run.py`), which writes its logs to the folder
+    named by $DLPERF_LOADGEN_DIR.
 
     A framework folder sets the class attributes and, if needed, `extra_env`.
     """
@@ -136,6 +143,19 @@ class WorkloadScriptAdapter(Adapter):
             argv += ["--seq-len", str(spec.seq_len)]
         if spec.xla:
             argv.append("--xla")
+        argv += mode_args(spec)
         for key, value in sorted(spec.options.items()):
             argv += [f"--{key.replace('_', '-')}", value]
         return Command(argv, env=self.extra_env(spec))
+
+
+def mode_args(spec: BenchmarkSpec) -> list[str]:
+    """The workload CLI's inference arguments (none for training, so those commands stay as
+    they were)."""
+    if spec.mode != "infer":
+        return []
+    argv = ["--mode", "infer"]
+    if spec.scenario:
+        settings = {"scenario": spec.scenario, **spec.loadgen}
+        argv += ["--loadgen-settings", json.dumps(settings, sort_keys=True)]
+    return argv

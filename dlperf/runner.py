@@ -56,6 +56,7 @@ from dlperf.stats import (
 from dlperf.store import result_dir, write_result
 
 STEP_LINE = re.compile(r"step (\d+)/")
+LOADGEN_DIR_ENV = "DLPERF_LOADGEN_DIR"  # where a workload's LoadGen run writes its logs
 # Host-observed vs workload-timed window: the larger of a relative and an absolute slack, since
 # pipe and scheduler jitter (milliseconds on a loaded machine) dominate short windows.
 OUTSIDE_CLOCK_TOLERANCE = 0.02
@@ -298,6 +299,10 @@ def run_repeat(
     events_path.unlink(missing_ok=True)
     cmd = adapter.command(spec, python)
     child_env = {**base_env, **cmd.env, EVENTS_ENV: str(events_path)}
+    loadgen_dir = raw_dir / f"repeat-{index}.loadgen"
+    if spec.scenario:
+        loadgen_dir.mkdir(exist_ok=True)
+        child_env[LOADGEN_DIR_ENV] = str(loadgen_dir)
     seen: dict[int, float] = {}
 
     def note_step_line(line: str) -> None:

@@ -14,6 +14,17 @@ MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
 IMPLS = ("ootb", "official", "micro")
 DEVICES = ("cpu", "cuda")
+SCENARIOS = ("offline", "server", "singlestream", "multistream")  # MLPerf LoadGen's
+LOADGEN_SETTINGS = (
+    "target_qps",
+    "target_latency_ms",
+    "min_duration_s",
+    "max_duration_s",
+    "min_query_count",
+    "max_query_count",
+    "samples_per_query",
+    "performance_sample_count",
+)
 
 
 class _Frozen(BaseModel):
@@ -40,6 +51,9 @@ class BenchmarkSpec(_Frozen):
     repeats: int = Field(7, ge=1)
     options: dict[str, str] = Field(default_factory=dict)
     source: str | None = None  # the manifest of an official implementation (impl "official")
+    scenario: str | None = None  # MLPerf LoadGen scenario (inference only)
+    loadgen: dict[str, float] = Field(default_factory=dict)  # LOADGEN_SETTINGS given
+    latency_target_ms: float | None = Field(None, gt=0)  # a per-batch latency goal (infer)
     preset: str | None = None
     timeout_s: float = Field(1800.0, gt=0)
     no_output_timeout_s: float = Field(600.0, gt=0)
@@ -63,6 +77,36 @@ class BenchmarkSpec(_Frozen):
     @classmethod
     def _device(cls, v: str) -> str:
         return _one_of("device", v, DEVICES)
+
+    @field_validator("scenario")
+    @classmethod
+    def _scenario(cls, v: str | None) -> str | None:
+        return None if v is None else _one_of("LoadGen scenario", v, SCENARIOS)
+
+    @field_validator("loadgen")
+    @classmethod
+    def _loadgen(cls, v: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(v) - set(LOADGEN_SETTINGS))
+        if unknown:
+            raise ValueError(
+                f"unknown LoadGen setting(s) {', '.join(unknown)}; known: "
+                + ", ".join(LOADGEN_SETTINGS)
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _inference_only(self) -> BenchmarkSpec:
+        if self.mode != "infer":
+            for name, value in (
+                ("--scenario", self.scenario),
+                ("--latency-target-ms", self.latency_target_ms),
+                ("LoadGen settings", self.loadgen or None),
+            ):
+                if value is not None:
+                    raise ValueError(f"{name} applies to inference: add --mode infer")
+        if self.loadgen and not self.scenario:
+            raise ValueError("LoadGen settings need --scenario offline|server|...")
+        return self
 
     @property
     def world_size(self) -> int:
@@ -97,6 +141,9 @@ class BenchmarkSpec(_Frozen):
         if self.seq_len:
             parts.append(f"seq{self.seq_len}")
         parts += [f"{k}={v}" for k, v in sorted(self.options.items())]
+        if self.scenario:
+            parts.append(f"lg-{self.scenario}")
+            parts += [f"{k}={v:g}" for k, v in sorted(self.loadgen.items())]
         if self.source:
             parts.append(f"src={self.source}")
         return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "_".join(parts))
