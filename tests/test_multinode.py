@@ -96,7 +96,7 @@ def test_a_hung_rank_brings_every_node_down_within_the_timeout(tmp_path: Path) -
 
 
 @pytest.mark.framework
-@pytest.mark.parametrize("framework", ["paddle", "pytorch", "tensorflow"])
+@pytest.mark.parametrize("framework", ["mxnet", "oneflow", "paddle", "pytorch", "tensorflow"])
 def test_two_simulated_nodes_train_data_parallel(tmp_path: Path, framework: str) -> None:
     s = resolve_spec(
         framework, "resnet50", preset="smoke",
