@@ -172,6 +172,27 @@ def run(
     source: Annotated[
         str | None, typer.Option(help="Which official manifest (default: the pair's default).")
     ] = None,
+    mode: Annotated[str, typer.Option(help="train, or infer (eval, no gradients).")] = "train",
+    latency_target_ms: Annotated[
+        float | None, typer.Option(help="Inference: p95 batch latency goal; a miss is marked.")
+    ] = None,
+    scenario: Annotated[
+        str | None,
+        typer.Option(help="MLPerf LoadGen scenario: offline, server, singlestream, multistream."),
+    ] = None,
+    target_qps: Annotated[
+        float | None, typer.Option(help="LoadGen: expected (Offline) or offered (Server) QPS.")
+    ] = None,
+    target_latency_ms: Annotated[
+        float | None, typer.Option(help="LoadGen: Server latency bound / streams' expected.")
+    ] = None,
+    min_duration_s: Annotated[float | None, typer.Option(help="LoadGen: min test time.")] = None,
+    max_duration_s: Annotated[float | None, typer.Option(help="LoadGen: max test time.")] = None,
+    min_query_count: Annotated[int | None, typer.Option(help="LoadGen: minimum queries.")] = None,
+    max_query_count: Annotated[int | None, typer.Option(help="LoadGen: maximum queries.")] = None,
+    samples_per_query: Annotated[
+        int | None, typer.Option(help="LoadGen MultiStream: samples per query (default 8).")
+    ] = None,
     sources_dir: SourcesDir = None,
     hosts: Annotated[
         str | None, typer.Option(help="Comma-separated node addresses, node 0 (master) first.")
@@ -220,7 +241,20 @@ def run(
         "no_output_timeout_s": no_output_timeout,
         "impl": impl,
         "source": source,
+        "mode": mode if mode != "train" else None,
+        "latency_target_ms": latency_target_ms,
+        "scenario": scenario,
     }
+    loadgen = {
+        "target_qps": target_qps,
+        "target_latency_ms": target_latency_ms,
+        "min_duration_s": min_duration_s,
+        "max_duration_s": max_duration_s,
+        "min_query_count": min_query_count,
+        "max_query_count": max_query_count,
+        "samples_per_query": samples_per_query,
+    }
+    overrides["loadgen"] = {k: v for k, v in loadgen.items() if v is not None} or None
     spec = resolve_spec(framework, model, preset=preset, overrides=overrides)
     official = OfficialOptions(sources_dir=sources_dir, data_dir=data_dir)
     launch = JobLaunch(launcher, tuple(h.strip() for h in (hosts or "").split(",") if h.strip()))
@@ -291,6 +325,10 @@ def _run_argv(spec, results_dir: Path, official, hosts: tuple[str, ...]) -> list
     argv += ["--xla"] if spec.xla else []
     optional = {
         "--preset": spec.preset,
+        "--mode": spec.mode if spec.mode != "train" else None,
+        "--latency-target-ms": spec.latency_target_ms,
+        "--scenario": spec.scenario,
+        **{f"--{k.replace('_', '-')}": f"{v:g}" for k, v in spec.loadgen.items()},
         "--image-size": spec.image_size,
         "--seq-len": spec.seq_len,
         "--source": spec.source,
@@ -539,11 +577,18 @@ def sources_verify(
         raise typer.Exit(1)
 
 
+SUITES = ("mlperf", "fambench")  # `dlperf parse` sources that are other suites' logs
+
+
 @app.command()
 def parse(
-    framework: Annotated[str, typer.Argument(help="e.g. tensorflow")],
-    model: Annotated[str, typer.Argument(help="e.g. resnet50")],
-    paths: Annotated[list[Path], typer.Argument(help="Log files or DLPerf-style folders.")],
+    what: Annotated[
+        str, typer.Argument(help="A framework (then MODEL PATH...), or mlperf / fambench.")
+    ],
+    args: Annotated[
+        list[str],
+        typer.Argument(help="MODEL PATH... for a framework; PATH... for mlperf and fambench."),
+    ],
     impl: Annotated[
         str, typer.Option(help="official (upstream logs) or ootb (dlperf events files).")
     ] = "ootb",
@@ -558,39 +603,88 @@ def parse(
     ] = None,
     skip: Annotated[int | None, typer.Option(help="Default: the manifest's window.")] = None,
     measure: Annotated[int | None, typer.Option(help="Default: the manifest's window.")] = None,
+    framework: Annotated[
+        str | None,
+        typer.Option(help="mlperf/fambench: what ran (default: external / pytorch)."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="mlperf: the model that ran (default: the SUT, 'sut').")
+    ] = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
-    """Import logs made elsewhere as results: one result per configuration, a repeat per log."""
-    from dlperf.official import import_logs
+    """Import logs made elsewhere as results: DLPerf-style logs and dlperf events files (one
+    result per configuration, a repeat per log), MLPerf LoadGen log folders, FAMBench logs."""
+    if what in SUITES:
+        paths = [Path(a) for a in args]
+        if what == "mlperf":
+            from dlperf.mlperf import import_dirs
 
-    overrides = {
-        "batch_size": batch_size,
-        "nodes": nodes,
-        "devices_per_node": devices_per_node,
-        "precision": None if amp is None else ("amp" if amp else "fp32"),
-        "device": device,
-        "skip": skip,
-        "measure": measure,
-        "source": source,
-    }
-    imported = import_logs(
-        framework, model, paths, impl=impl, overrides=overrides, results_dir=results_dir
-    )
+            imported = import_dirs(
+                paths,
+                framework=framework or "external",
+                model=model or "sut",
+                batch_size=batch_size or 1,
+                device=device or "cpu",
+                results_dir=results_dir,
+            )
+        else:
+            from dlperf.fambench import import_logs as import_fambench
+
+            imported = import_fambench(
+                paths,
+                framework=framework or "pytorch",
+                device=device or "cpu",
+                results_dir=results_dir,
+            )
+    else:
+        from dlperf.official import import_logs
+
+        if len(args) < 2:
+            raise DlperfError(f"usage: dlperf parse {what} MODEL PATH... (logs or folders)")
+        overrides = {
+            "batch_size": batch_size,
+            "nodes": nodes,
+            "devices_per_node": devices_per_node,
+            "precision": None if amp is None else ("amp" if amp else "fp32"),
+            "device": device,
+            "skip": skip,
+            "measure": measure,
+            "source": source,
+        }
+        imported = import_logs(
+            what,
+            args[0],
+            [Path(a) for a in args[1:]],
+            impl=impl,
+            overrides=overrides,
+            results_dir=results_dir,
+        )
     failed = False
     for result, path in imported:
-        s = result.spec
-        t = result.metrics.throughput
-        value = f"median {t.median:.2f} samples/s over {t.n}" if t else "no usable repeat"
         console.print(
-            f"{s.nodes}n{s.devices_per_node}d b{s.batch_size} {s.precision}: {value} "
-            f"({len(result.repeats)} log(s)) -> {path}",
-            highlight=False,
+            f"{_headline(result)} ({len(result.repeats)} log(s)) -> {path}", highlight=False
         )
         for w in result.warnings:
             console.print(f"  [yellow]warning:[/] {w}", highlight=False)
         failed |= result.status.value != "ok"
     if failed:
         raise typer.Exit(2)
+
+
+def _headline(result) -> str:
+    """One line: the configuration and its number (score, LoadGen metric or throughput)."""
+    s, m = result.spec, result.metrics
+    name = f"{s.framework} {s.model} {s.mode} {s.nodes}n{s.devices_per_node}d b{s.batch_size}"
+    if m.loadgen_metric:
+        valid = "VALID" if m.loadgen_valid else "INVALID"
+        run, lg = result.repeats[0].loadgen, m.loadgen_metric
+        return f"{name} {run.scenario}: {run.metric} {lg.median:.6g} {lg.unit} ({valid})"
+    if m.score is not None:
+        return f"{name}: {m.score:.6g} {m.score_unit}"
+    if m.throughput:
+        t = m.throughput
+        return f"{name} {s.precision}: median {t.median:.2f} samples/s over {t.n}"
+    return f"{name}: no usable repeat"
 
 
 @app.command()

@@ -10,6 +10,7 @@ import dataclasses
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dlperf import DlperfError, __version__, system
+from dlperf import DlperfError, __version__, mlperf, system
 from dlperf.adapter import Adapter
 from dlperf.adapters import get_adapter
 from dlperf.envs import Env, ensure_env
@@ -49,6 +50,7 @@ from dlperf.sources import find_manifest
 from dlperf.stats import (
     TooFewSteps,
     WindowThroughput,
+    latency_percentiles,
     noise_warnings,
     summarize,
     window_throughput,
@@ -334,12 +336,22 @@ def run_repeat(
                 f"the workload timed the window at {window.elapsed_s:.4f} s but its log lines "
                 f"arrived {observed:.4f} s apart: its step marks may not wait for the device"
             )
+    loadgen = None
+    if spec.scenario and status == RepeatStatus.ok:
+        try:
+            loadgen = mlperf.read_dir(loadgen_dir)
+        except DlperfError as exc:
+            status, message = RepeatStatus.bad_output, f"LoadGen: {exc}"
+        else:
+            # The repeat's number is LoadGen's; the window was the warm-up.
+            window = dataclasses.replace(window, throughput=loadgen.samples_per_second)
     return make_repeat(
         index,
         status,
         message,
-        window,
+        window if status == RepeatStatus.ok else None,
         parsed,
+        loadgen=loadgen,
         warnings=warnings,
         wall_s=round(proc.wall_s, 4),
         exit_code=proc.exit_code,
@@ -614,6 +626,17 @@ def classify(spec: BenchmarkSpec, outcome: str, exit_code: int | None, parsed: P
     return RepeatStatus.ok, "", window
 
 
+def latency_summary(ok: list[Repeat]) -> dict[str, float]:
+    """Per-step time percentiles in ms: over every ok repeat's window steps, or, for LoadGen
+    runs, the median over the repeats of LoadGen's own percentiles."""
+    runs = [r.loadgen for r in ok if r.loadgen]
+    if runs:
+        names = [k for k in runs[0].latency_ms if k.startswith("p")]
+        return {k: statistics.median(r.latency_ms[k] for r in runs) for k in names}
+    times = [1000.0 * t for r in ok for t in r.step_times_s]
+    return latency_percentiles(times) if times else {}
+
+
 def summary_stats(values: list[float], unit: str) -> SummaryStats:
     """The stored form of `stats.summarize` over the ok repeats' values."""
     return SummaryStats(unit=unit, **dataclasses.asdict(summarize(values)))
@@ -655,7 +678,8 @@ def build_result(
         warnings.append(f"repeat {r.index} {r.status.value}: {r.message}")
 
     start = ok[0].workload if ok else (repeats[0].workload if repeats else {})
-    throughput = step_time = None
+    throughput = step_time = loadgen_metric = loadgen_valid = latency_met = None
+    latency: dict[str, float] = {}
     achieved = peak = mfu = None
     peak_source = None
     if ok:
@@ -663,9 +687,28 @@ def build_result(
         throughput = SummaryStats(unit="samples/s", **dataclasses.asdict(summary))
         warnings += noise_warnings(summary)
         step_means = [
-            1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step) for r in ok
+            1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step)
+            for r in ok
+            if r.window  # imported LoadGen / FAMBench runs have no step window
         ]
-        step_time = summary_stats(step_means, "ms")
+        step_time = summary_stats(step_means, "ms") if step_means else None
+        latency = latency_summary(ok)
+        if spec.latency_target_ms is not None and latency:
+            # FAMBench's rule: the 95th percentile batch latency within the target.
+            latency_met = latency["p95"] <= spec.latency_target_ms
+            if not latency_met:
+                warnings.append(
+                    f"missed the latency target: p95 {latency['p95']:.3f} ms > "
+                    f"{spec.latency_target_ms:g} ms"
+                )
+        runs = [r.loadgen for r in ok if r.loadgen]
+        if runs:
+            loadgen_metric = summary_stats([r.value for r in runs], runs[0].unit)
+            loadgen_valid = all(r.valid for r in runs)
+            for r in ok:
+                if r.loadgen and not r.loadgen.valid:
+                    why = "; ".join(r.loadgen.reasons) or "no reason logged"
+                    warnings.append(f"repeat {r.index}: LoadGen result INVALID: {why}")
         flops = start.get("flops_per_sample") or None
         if flops:
             achieved = flops * throughput.median
@@ -716,6 +759,10 @@ def build_result(
         metrics=Metrics(
             throughput=throughput,
             step_time_ms=step_time,
+            latency_ms=latency,
+            latency_target_met=latency_met,
+            loadgen_metric=loadgen_metric,
+            loadgen_valid=loadgen_valid,
             achieved_flops=achieved,
             peak_flops=peak,
             peak_source=peak_source,

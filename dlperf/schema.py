@@ -182,6 +182,23 @@ class Window(_Frozen):
     elapsed_s: float
 
 
+class LoadGenRun(_Frozen):
+    """One MLPerf LoadGen test, as its logs report it."""
+
+    scenario: str  # LoadGen's name: Offline, Server, SingleStream, MultiStream
+    valid: bool
+    reasons: list[str] = Field(default_factory=list)  # why INVALID (or what LoadGen warned)
+    metric: str  # the scenario's headline: samples/s (Offline, Server) or a latency percentile
+    value: float
+    unit: str
+    samples_per_second: float | None = None
+    latency_ms: dict[str, float] = Field(default_factory=dict)  # min, mean, max, p50 ... p99.9
+    query_count: int | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)  # LoadGen's effective_* settings
+    loadgen_version: str | None = None
+    log_dir: str | None = None
+
+
 class Repeat(_Frozen):
     index: int
     status: RepeatStatus
@@ -192,6 +209,7 @@ class Repeat(_Frozen):
     observed_elapsed_s: float | None = None
     # Data-parallel jobs: each rank's own time over the window (the job's is the max-reduce).
     rank_elapsed_s: list[float] = Field(default_factory=list)
+    loadgen: LoadGenRun | None = None  # --scenario runs: what LoadGen measured
     wall_s: float = 0.0
     exit_code: int | None = None
     command: list[str] = Field(default_factory=list)
@@ -229,6 +247,15 @@ class SummaryStats(_Frozen):
 class Metrics(_Frozen):
     throughput: SummaryStats | None = None
     step_time_ms: SummaryStats | None = None
+    # Per-step (per-batch in inference) time percentiles over every ok repeat's window, in ms:
+    # SuperBench's p50, p90, p95, p99, p99.9.
+    latency_ms: dict[str, float] = Field(default_factory=dict)
+    latency_target_met: bool | None = None  # p99 within spec.latency_target_ms
+    loadgen_metric: SummaryStats | None = None  # the scenario's metric over the repeats
+    loadgen_valid: bool | None = None  # every repeat's LoadGen result VALID
+    # FAMBench's headline: samples/s ("ex/s") for models, TF/s or GB/s for microbenchmarks.
+    score: float | None = None
+    score_unit: str | None = None
     achieved_flops: float | None = None  # model FLOPs/s at the median throughput
     peak_flops: float | None = None
     peak_source: str | None = None

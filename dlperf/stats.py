@@ -110,6 +110,29 @@ def summarize(values: Sequence[float]) -> Summary:
     )
 
 
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)  # SuperBench's latency set
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) with linear interpolation between order statistics (numpy's
+    default method), so results agree with SuperBench and pandas."""
+    if not values:
+        raise ValueError("no values for a percentile")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def percentile_name(q: float) -> str:
+    return f"p{q:g}"
+
+
+def latency_percentiles(values: Sequence[float]) -> dict[str, float]:
+    return {percentile_name(q): percentile(values, q) for q in PERCENTILES}
+
+
 def noise_warnings(s: Summary, what: str = "throughput", cv_limit: float = 0.10) -> list[str]:
     """pyperf-style warnings: say that a number is unstable instead of hiding it."""
     out = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import Adapter, Command
+from dlperf.adapter import Adapter, Command, mode_args
 from dlperf.envs import EnvSpec
 from dlperf.schema import BenchmarkSpec
 
@@ -48,6 +48,7 @@ class CalibrationAdapter(Adapter):
             "--steps",
             str(spec.steps),
         ]
+        argv += mode_args(spec)
         for key, value in sorted(spec.options.items()):
             argv += [f"--{key.replace('_', '-')}", value]
         return Command(argv)

@@ -13,6 +13,7 @@ import platform
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 
 def wait_until(deadline: float) -> None:
@@ -41,6 +42,8 @@ def main() -> int:
     p.add_argument("--ranks-per-node", type=int, default=1)
     p.add_argument("--node-rank", type=int, default=0)
     p.add_argument("--world-size", type=int, default=1)
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--loadgen-settings", help="JSON: hand the paced 'model' to MLPerf LoadGen")
     a = p.parse_args()
     if a.world_size > 1 and "RANK" not in os.environ:
         return node_agent(a)
@@ -69,6 +72,7 @@ def main() -> int:
         flops_per_sample=a.flops_per_sample,
         batch_size=a.batch_size,
         step_ms=a.step_ms,
+        mode=a.mode,
         rank=rank,
         world_size=a.world_size,
     )
@@ -96,6 +100,15 @@ def main() -> int:
                 events.write('{"event": "step", "step": \x00 garbage\n')
                 events.write("not json at all\n")
             print("%%% garbage line %%%", flush=True)
+    if a.loadgen_settings:
+        # A paced "model": any batch of up to batch-size samples takes one period.
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_shared"))
+        import loadgen_run
+
+        out_dir = os.environ["DLPERF_LOADGEN_DIR"]
+        loadgen_run.run(json.loads(a.loadgen_settings), out_dir,
+                        lambda n: wait_until(time.monotonic() + period), a.batch_size)  # fmt: skip
+        emit(event="loadgen", dir=out_dir)
     emit(event="end", time=time.monotonic())
     return 0
 

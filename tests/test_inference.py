@@ -1,0 +1,171 @@
+"""Inference: latency percentiles, latency targets, MLPerf LoadGen (real logs and a real
+LoadGen run driving the paced calibration workload), FAMBench logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dlperf import DlperfError
+from dlperf.fambench import import_logs as import_fambench
+from dlperf.fambench import parse_bmlog
+from dlperf.mlperf import from_summary, import_dirs, read_dir
+from dlperf.runner import resolve_spec, run_benchmark
+from dlperf.schema import ResultStatus
+from dlperf.stats import latency_percentiles, percentile
+
+
+def test_percentiles_interpolate_like_numpy() -> None:
+    values = [3, 1, 4, 1, 5, 9, 2, 6]
+    # numpy.percentile(values, q) for q = 0, 50, 90, 99.9, 100
+    assert [percentile(values, q) for q in (0, 50, 90, 99.9, 100)] == pytest.approx(
+        [1.0, 3.5, 6.9, 8.979, 9.0]
+    )
+    assert list(latency_percentiles(values)) == ["p50", "p90", "p95", "p99", "p99.9"]
+
+
+# ------------------------------------------------------------------------- MLPerf LoadGen
+
+
+def test_loadgen_offline_valid_fixture(fixtures: Path) -> None:
+    run = read_dir(fixtures / "mlperf_loadgen" / "offline_valid")
+    assert (run.scenario, run.valid, run.reasons) == ("Offline", True, [])
+    assert (run.metric, run.value, run.unit) == ("samples per second", 307629.0, "samples/s")
+    assert run.latency_ms["p99"] == pytest.approx(1430.295993)
+    assert run.loadgen_version.startswith("6.0.17")
+    assert run.settings["target_qps"] == 400000 and run.settings["min_duration_ms"] == 1000
+
+
+def test_loadgen_invalid_fixtures_say_why(fixtures: Path) -> None:
+    offline = read_dir(fixtures / "mlperf_loadgen" / "offline_invalid")
+    assert not offline.valid and offline.value == 189633.0
+    assert offline.reasons[0] == "minimum duration not met"
+    server = read_dir(fixtures / "mlperf_loadgen" / "server_invalid")
+    assert (server.scenario, server.valid) == ("Server", False)
+    assert server.metric == "completed samples per second" and server.value == 1980.73
+    assert len(server.reasons) == 1 and server.reasons[0].startswith("early stopping not met")
+    assert "943 more queries" in server.reasons[0]
+    assert server.latency_ms["p99"] == pytest.approx(9.366013)
+    assert server.latency_ms["p99.9"] == pytest.approx(21.9196)
+
+
+@pytest.mark.parametrize("case", ["offline_valid", "offline_invalid", "server_invalid"])
+def test_summary_alone_gives_the_same_numbers(fixtures: Path, case: str) -> None:
+    folder = fixtures / "mlperf_loadgen" / case
+    detail = read_dir(folder)
+    summary = from_summary((folder / "mlperf_log_summary.txt").read_text())
+    assert (summary.valid, summary.value, summary.latency_ms) == (
+        detail.valid, detail.value, detail.latency_ms
+    )  # fmt: skip
+    assert [r.split(":")[0] for r in summary.reasons] == [
+        r.split(":")[0] for r in detail.reasons if r.endswith("met") or ":" in r
+    ][: len(summary.reasons)]
+
+
+def test_unfinished_loadgen_logs_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "mlperf_log_detail.txt").write_text(':::MLLOG {"key": "loadgen_version"}\n')
+    with pytest.raises(DlperfError, match="did not finish"):
+        read_dir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DlperfError, match="no mlperf_log_detail.txt or mlperf_log_summary.txt"):
+        read_dir(tmp_path / "empty")
+
+
+def test_parse_mlperf_imports_each_configuration(fixtures: Path, tmp_path: Path) -> None:
+    imported = import_dirs([fixtures / "mlperf_loadgen"], framework="external", model="sut",
+                           batch_size=1, device="cpu", results_dir=tmp_path)  # fmt: skip
+    by_value = {r.metrics.loadgen_metric.median: r for r, _ in imported}
+    assert sorted(by_value) == [1980.73, 189633.0, 307629.0]
+    valid = by_value[307629.0]
+    assert valid.metrics.loadgen_valid and valid.spec.scenario == "offline"
+    assert valid.spec.loadgen == {"target_qps": 400000, "min_duration_s": 1, "min_query_count": 1}
+    assert valid.origin == "parse" and valid.status == ResultStatus.ok
+    server = by_value[1980.73]
+    assert server.metrics.loadgen_valid is False
+    assert any("INVALID: early stopping not met" in w for w in server.warnings)
+    assert server.metrics.latency_ms["p99"] == pytest.approx(9.366013)
+
+
+# ------------------------------------------------------------------------------- FAMBench
+
+
+def test_fambench_fixtures_score_as_its_summarizer(fixtures: Path, tmp_path: Path) -> None:
+    dlrm = parse_bmlog((fixtures / "fambench" / "dlrm_ootb_eval_tiny.log").read_text())
+    assert dlrm.score() == (pytest.approx(6050.92, abs=0.01), "ex/s")
+    results = import_fambench(
+        [fixtures / "fambench"], framework="pytorch", device="cpu", results_dir=tmp_path
+    )
+    imported = {r.spec.impl: r for r, _ in results}
+    ootb = imported["ootb"]
+    assert (ootb.spec.model, ootb.spec.mode, ootb.spec.batch_size) == ("dlrm", "infer", 64)
+    assert ootb.spec.options == {"config": "tiny"}
+    assert ootb.metrics.score == pytest.approx(6050.92, abs=0.01)
+    assert ootb.metrics.latency_ms["p95"] / 1000 == pytest.approx(0.0103, abs=5e-5)
+    micro = imported["micro"]
+    assert (micro.metrics.score, micro.metrics.score_unit) == (7.08, "TF/s")
+    assert micro.spec.mode == "train" and micro.spec.options == {"config": "linear_A_float"}
+
+
+def test_fambench_log_without_run_stop_is_refused() -> None:
+    with pytest.raises(DlperfError, match="did not finish"):
+        parse_bmlog('{"key": "header", "benchmark": "DLRM"}\n{"time_ms": 1, "key": "run_start"}')
+
+
+# --------------------------------------------------------------------- runs (calibration)
+
+
+def pace(**overrides):
+    values = {"mode": "infer", "repeats": 2, "skip": 3, "measure": 10, "batch_size": 10,
+              "options": {"step_ms": "20"}, **overrides}  # fmt: skip
+    return resolve_spec("calibration", "pace", preset="smoke", overrides=values)
+
+
+@pytest.mark.multiprocess
+def test_inference_latency_percentiles_and_a_missed_target(tmp_path: Path) -> None:
+    result, _ = run_benchmark(pace(latency_target_ms=5.0), tmp_path)
+    lat = result.metrics.latency_ms
+    assert list(lat) == ["p50", "p90", "p95", "p99", "p99.9"]
+    assert lat["p50"] == pytest.approx(20.0, rel=0.05)  # one batch per 20 ms period
+    assert result.metrics.latency_target_met is False
+    assert any("missed the latency target: p95" in w for w in result.warnings)
+    ok, _ = run_benchmark(pace(latency_target_ms=100.0), tmp_path)
+    assert ok.metrics.latency_target_met is True
+
+
+@pytest.mark.multiprocess
+def test_loadgen_offline_run_is_valid_and_keeps_its_logs(tmp_path: Path) -> None:
+    pytest.importorskip("mlperf_loadgen")
+    spec = pace(scenario="offline", loadgen={"min_duration_s": 1, "min_query_count": 1})
+    result, path = run_benchmark(spec, tmp_path)
+    assert result.status == ResultStatus.ok, result.warnings
+    assert result.metrics.loadgen_valid is True
+    for r in result.repeats:
+        assert r.loadgen.scenario == "Offline" and r.loadgen.valid
+        # The paced "model" does 10 samples per 20 ms: LoadGen must see about 500/s.
+        assert r.loadgen.value == pytest.approx(500, rel=0.06)
+        assert r.throughput == r.loadgen.samples_per_second
+        folder = Path(r.loadgen.log_dir)
+        assert (folder / "mlperf_log_summary.txt").exists()
+        assert (folder / "mlperf_log_detail.txt").exists()
+    stored = json.loads(path.read_text())
+    assert stored["spec"]["scenario"] == "offline" and stored["metrics"]["loadgen_valid"]
+
+
+@pytest.mark.multiprocess
+def test_loadgen_singlestream_reports_its_p90_latency(tmp_path: Path) -> None:
+    pytest.importorskip("mlperf_loadgen")
+    spec = pace(scenario="singlestream", repeats=1,
+                loadgen={"min_duration_s": 1, "min_query_count": 20})  # fmt: skip
+    result, _ = run_benchmark(spec, tmp_path)
+    (r,) = result.repeats
+    assert (r.loadgen.metric, r.loadgen.unit) == ("p90 latency", "ms")
+    assert r.loadgen.value == pytest.approx(20.0, rel=0.1)  # one query per period
+
+
+def test_scenario_needs_inference_mode() -> None:
+    with pytest.raises(DlperfError, match="applies to inference: add --mode infer"):
+        pace(mode="train", scenario="offline")
+    with pytest.raises(DlperfError, match="unknown LoadGen scenario"):
+        pace(scenario="batch")
