@@ -4,8 +4,8 @@ A workload script calls `run(settings, out_dir, predict, batch_size)` after its 
 
 * `settings`: the JSON object dlperf passes with `--loadgen-settings` (`scenario` plus optional
   `target_qps`, `target_latency_ms`, `min_duration_s`, `max_duration_s`, `min_query_count`,
-  `max_query_count`, `samples_per_query`, `performance_sample_count`); without `target_qps`,
-  Offline and Server measure the model's rate first and derive it;
+  `max_query_count`, `samples_per_query`, `performance_sample_count`); what LoadGen must
+  expect (rate, latency) is measured first when not given;
 * `out_dir`: where LoadGen writes mlperf_log_summary.txt and mlperf_log_detail.txt (dlperf
   parses them on the host, and `dlperf parse mlperf` reads the same files);
 * `predict(n)`: runs the model on n <= batch_size samples of its synthetic data and returns
@@ -61,6 +61,16 @@ def test_settings(lg, settings: dict):
     return ts
 
 
+def timed(predict: Callable[[int], None], n: int) -> float:
+    """Median seconds of three predict(n) calls."""
+    times = []
+    for _ in range(3):
+        start = time.monotonic()
+        predict(n)
+        times.append(time.monotonic() - start)
+    return sorted(times)[1]
+
+
 def run(
     settings: dict,
     out_dir: str,
@@ -72,16 +82,20 @@ def run(
     import mlperf_loadgen as lg
 
     settings = dict(settings)
-    if "target_qps" not in settings and settings["scenario"] in ("offline", "server"):
-        # LoadGen sizes an Offline query (and paces Server arrivals) from the expected QPS:
-        # measure it on a few full batches, then ask for 1.5x (Offline: the query then lasts
-        # past the minimum duration) or half of it (Server: the queue stays short).
-        start = time.monotonic()
-        for _ in range(3):
-            predict(batch_size)
-        rate = 3 * batch_size / (time.monotonic() - start)
-        settings["target_qps"] = round(rate * (1.5 if settings["scenario"] == "offline" else 0.5), 3)
+    scenario = settings["scenario"]
+    # LoadGen plans the test from what it expects: an Offline query's size and the Server's
+    # arrival rate from the expected QPS, the streams' query counts from the expected latency.
+    # Unless given, measure them (median of 3 calls) and ask for 1.5x the rate (Offline: the
+    # one query then lasts past the minimum duration), half of it (Server: the queue stays
+    # short), or the measured latency.
+    if scenario in ("offline", "server") and "target_qps" not in settings:
+        rate = batch_size / timed(predict, batch_size)
+        settings["target_qps"] = round(rate * (1.5 if scenario == "offline" else 0.5), 3)
         log(f"loadgen: measured {rate:.2f} samples/s; target_qps {settings['target_qps']}")
+    if scenario in ("singlestream", "multistream") and "target_latency_ms" not in settings:
+        n = 1 if scenario == "singlestream" else int(settings.get("samples_per_query", 8))
+        settings["target_latency_ms"] = round(timed(predict, min(n, batch_size)) * 1e3, 3)
+        log(f"loadgen: measured {settings['target_latency_ms']} ms per query of {n}")
     pending: queue.Queue = queue.Queue()
     done = {"samples": 0, "batches": 0}
     stop = threading.Event()
