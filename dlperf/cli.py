@@ -691,6 +691,9 @@ def _headline(result) -> str:
 def report(
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     reports_dir: Annotated[Path, typer.Option(help="Where Markdown + PNG go.")] = Path("reports"),
+    style: Annotated[
+        str, typer.Option(help="dlperf (per-model reports) or fambench (FAMBench's table).")
+    ] = "dlperf",
 ) -> None:
     """Regenerate reports/<model>.md (and charts) from the results directory."""
     from dlperf.report import write_reports
@@ -698,9 +701,94 @@ def report(
 
     if not iter_result_paths(results_dir):
         raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
+    if style == "fambench":
+        from dlperf.report.suites import fambench_table
+        from dlperf.store import latest_per_config, load_results
+
+        table = fambench_table(latest_per_config(load_results(results_dir)))
+        reports_dir.mkdir(parents=True, exist_ok=True)
+        path = reports_dir / "fambench.md"
+        path.write_text("# Results in FAMBench's format\n\n" + table)
+        sys.stdout.write(table)
+        console.print(f"wrote {path}")
+        return
+    if style != "dlperf":
+        raise DlperfError(f"unknown report style {style!r}; choose dlperf or fambench")
     paths = write_reports(results_dir, reports_dir)
     for p in paths:
         console.print(f"wrote {p}")
+
+
+@app.command()
+def export(
+    format_: Annotated[str, typer.Option("--format", help="superbench (JSON lines).")],
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+    out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
+) -> None:
+    """Results in another suite's format: SuperBench's metric names, one JSON line a result."""
+    from dlperf.report.suites import superbench_jsonl
+    from dlperf.store import latest_per_config, load_results
+
+    if format_ != "superbench":
+        raise DlperfError(f"unknown export format {format_!r}; available: superbench")
+    text = superbench_jsonl(latest_per_config(load_results(results_dir)))
+    if not text:
+        raise DlperfError(f"no results with a throughput in {results_dir}")
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+        err.print(f"wrote {text.count(chr(10))} line(s) to {out}")
+
+
+@app.command()
+def score(
+    freeze: Annotated[
+        Path | None, typer.Option(help="Write these results' medians as the reference here.")
+    ] = None,
+    reference: Annotated[
+        Path | None, typer.Option(help="Score these results against this reference (= 1000).")
+    ] = None,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """TorchBench V0's score: the weighted geometric mean of speedups over a frozen reference,
+    weights split evenly by model family, then by configuration; 1000 = the reference."""
+    from dlperf import score as scoring
+
+    if (freeze is None) == (reference is None):
+        raise DlperfError("give one of --freeze FILE (make a reference) or --reference FILE")
+    if freeze is not None:
+        n = scoring.freeze(results_dir, freeze)
+        console.print(f"froze {n} configuration(s) into {freeze}")
+        return
+    s = scoring.score(results_dir, reference)
+    table = Table("family", "subscore", "configurations")
+    for name, value in s.families.items():
+        table.add_row(name, f"{value:.1f}", str(len(s.members[name])))
+    console.print(table)
+    console.print(f"[bold]score {s.total:.1f}[/] (reference = 1000)")
+    for key in s.missing:
+        console.print(f"[yellow]warning:[/] {key} is in the reference but not in these results")
+
+
+@app.command()
+def compare(
+    a: Annotated[Path, typer.Argument(help="Baseline: a results folder or a result file.")],
+    b: Annotated[Path, typer.Argument(help="Candidate: a results folder or a result file.")],
+    threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.05,
+    out: Annotated[Path | None, typer.Option(help="Also write the Markdown table here.")] = None,
+) -> None:
+    """Configuration by configuration, B against A; exit code 2 when B regressed."""
+    from dlperf.compare import compare as compare_dirs
+    from dlperf.compare import render_markdown
+
+    rows, notes = compare_dirs(a, b, threshold)
+    text = render_markdown(rows, notes, threshold)
+    sys.stdout.write(text)
+    if out is not None:
+        out.write_text(text)
+    if any(r.verdict == "regression" for r in rows):
+        raise typer.Exit(2)
 
 
 @app.command()

@@ -48,10 +48,12 @@ from dlperf.schema import (
 )
 from dlperf.sources import find_manifest
 from dlperf.stats import (
+    PERCENTILES,
     TooFewSteps,
     WindowThroughput,
     latency_percentiles,
     noise_warnings,
+    percentile_name,
     summarize,
     window_throughput,
 )
@@ -631,7 +633,7 @@ def latency_summary(ok: list[Repeat]) -> dict[str, float]:
     runs, the median over the repeats of LoadGen's own percentiles."""
     runs = [r.loadgen for r in ok if r.loadgen]
     if runs:
-        names = [k for k in runs[0].latency_ms if k.startswith("p")]
+        names = [n for n in map(percentile_name, PERCENTILES) if n in runs[0].latency_ms]
         return {k: statistics.median(r.latency_ms[k] for r in runs) for k in names}
     times = [1000.0 * t for r in ok for t in r.step_times_s]
     return latency_percentiles(times) if times else {}

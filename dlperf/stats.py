@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -150,3 +151,39 @@ def noise_warnings(s: Summary, what: str = "throughput", cv_limit: float = 0.10)
                 f"the median ({s.median:.4g}): an outlier repeat"
             )
     return out
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney U test, exact (every split of the pooled values
+    is enumerated, ties counted as half), so it is valid for the few repeats a benchmark has.
+    Large samples (more than 200,000 splits) use the normal approximation."""
+    a, b = list(a), list(b)
+    n, m = len(a), len(b)
+    if not n or not m:
+        raise ValueError("both samples need values")
+
+    def u_of(xs: Sequence[float], ys: Sequence[float]) -> float:
+        return sum(1.0 if x > y else 0.5 if x == y else 0.0 for x in xs for y in ys)
+
+    observed = u_of(a, b)
+    centre = n * m / 2
+    if math.comb(n + m, n) > 200_000:
+        sd = math.sqrt(n * m * (n + m + 1) / 12)
+        z = (abs(observed - centre) - 0.5) / sd if sd else 0.0
+        return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
+    pooled = a + b
+    extreme = total = 0
+    for chosen in itertools.combinations(range(n + m), n):
+        picked = set(chosen)
+        xs = [pooled[i] for i in chosen]
+        ys = [pooled[i] for i in range(n + m) if i not in picked]
+        total += 1
+        if abs(u_of(xs, ys) - centre) >= abs(observed - centre) - 1e-9:
+            extreme += 1
+    return extreme / total
+
+
+def smallest_p(n: int, m: int) -> float:
+    """The smallest two-sided p-value the exact test can give for sample sizes n and m: with
+    too few repeats it cannot reach significance at all (3 vs 3: 0.1)."""
+    return min(1.0, 2 / math.comb(n + m, n))

@@ -143,8 +143,9 @@ def test_loadgen_offline_run_is_valid_and_keeps_its_logs(tmp_path: Path) -> None
     assert result.metrics.loadgen_valid is True
     for r in result.repeats:
         assert r.loadgen.scenario == "Offline" and r.loadgen.valid
-        # The paced "model" does 10 samples per 20 ms: LoadGen must see about 500/s.
-        assert r.loadgen.value == pytest.approx(500, rel=0.06)
+        # The paced "model" does 10 samples per 20 ms: LoadGen sees at most 500/s, less only
+        # by the SUT's own overhead (queueing, completing each sample).
+        assert 0.85 * 500 < r.loadgen.value < 1.01 * 500
         assert r.throughput == r.loadgen.samples_per_second
         folder = Path(r.loadgen.log_dir)
         assert (folder / "mlperf_log_summary.txt").exists()

@@ -1,0 +1,120 @@
+"""`dlperf compare A B`: configuration by configuration, did B get faster or slower than A?
+
+Each side's number is the median of its ok repeats. A change counts only when it is larger
+than the threshold (default 5 %) AND it is significant: the exact two-sided Mann-Whitney U
+test on the repeats at alpha 0.05, or, when the repeat counts are too small for that test to
+ever reach alpha (3 vs 3 repeats: its smallest p is 0.1), the two 95 % confidence intervals
+of the mean not overlapping. A significant drop beyond the threshold is a regression.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlperf import DlperfError
+from dlperf.schema import Result
+from dlperf.stats import mann_whitney_p, smallest_p
+from dlperf.store import latest_per_config, load_result, load_results
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    metric: str
+    higher_is_better: bool
+    a: float
+    b: float
+    change: float  # b / a - 1
+    test: str  # how significance was judged
+    p: float | None
+    significant: bool
+    verdict: str  # "regression", "improvement", "no change", "within noise"
+
+
+def load_side(path: Path) -> dict[str, Result]:
+    """A results folder (newest result per configuration) or one result file."""
+    if path.is_file():
+        result = load_result(path)
+        return {result.spec.config_key(): result}
+    if not path.is_dir():
+        raise DlperfError(f"{path}: no such results folder or result file")
+    results = latest_per_config(load_results(path))
+    if not results:
+        raise DlperfError(f"{path}: no results in this folder")
+    return {r.spec.config_key(): r for r in results}
+
+
+def values_of(result: Result) -> tuple[str, list[float], bool]:
+    """(metric name, the ok repeats' values, higher is better) for one result."""
+    ok = [r for r in result.repeats if r.status.value == "ok"]
+    runs = [r.loadgen for r in ok if r.loadgen]
+    if runs and runs[0].unit == "ms":  # LoadGen's stream scenarios: a latency
+        return runs[0].metric, [r.value for r in runs], False
+    return "samples/s", [r.throughput for r in ok if r.throughput is not None], True
+
+
+def compare_results(a: Result, b: Result, threshold: float) -> Row | None:
+    metric, va, better_up = values_of(a)
+    _, vb, _ = values_of(b)
+    if not va or not vb:
+        return None
+    ma, mb = a.metrics, b.metrics
+    med_a, med_b = statistics.median(va), statistics.median(vb)
+    change = med_b / med_a - 1
+    p = None
+    if smallest_p(len(va), len(vb)) <= ALPHA:
+        p = mann_whitney_p(va, vb)
+        test, significant = "Mann-Whitney U", p <= ALPHA
+    else:
+        sa = ma.loadgen_metric if ma.loadgen_metric and not better_up else ma.throughput
+        sb = mb.loadgen_metric if mb.loadgen_metric and not better_up else mb.throughput
+        test = "95% CI overlap"
+        significant = bool(sa and sb and (sa.ci_high < sb.ci_low or sb.ci_high < sa.ci_low))
+    worse = change < 0 if better_up else change > 0
+    if abs(change) <= threshold:
+        verdict = "no change"
+    elif not significant:
+        verdict = "within noise"
+    else:
+        verdict = "regression" if worse else "improvement"
+    return Row(a.spec.config_key(), metric, better_up, med_a, med_b, change, test, p,
+               significant, verdict)  # fmt: skip
+
+
+def compare(a: Path, b: Path, threshold: float = 0.05) -> tuple[list[Row], list[str]]:
+    """Rows for the configurations both sides have, and notes on the ones only one has."""
+    side_a, side_b = load_side(a), load_side(b)
+    rows, notes = [], []
+    for key in sorted(set(side_a) | set(side_b)):
+        if key not in side_a or key not in side_b:
+            notes.append(f"{key}: only in {'B' if key in side_b else 'A'}")
+            continue
+        row = compare_results(side_a[key], side_b[key], threshold)
+        if row is None:
+            notes.append(f"{key}: no ok repeat on one side")
+        else:
+            rows.append(row)
+    return rows, notes
+
+
+def render_markdown(rows: list[Row], notes: list[str], threshold: float) -> str:
+    lines = [
+        f"Threshold {threshold:.0%}; significance: exact Mann-Whitney U at alpha {ALPHA}, or 95% "
+        "confidence intervals that do not overlap when there are too few repeats for it.",
+        "",
+        "| configuration | metric | A | B | change | test | p | verdict |",
+        "|---|---|---:|---:|---:|---|---:|---|",
+    ]
+    for r in rows:
+        p = f"{r.p:.3g}" if r.p is not None else "–"
+        mark = "**" if r.verdict == "regression" else ""
+        lines.append(
+            f"| {r.key} | {r.metric} | {r.a:.4g} | {r.b:.4g} | {r.change:+.1%} | {r.test} | "
+            f"{p} | {mark}{r.verdict}{mark} |"
+        )
+    lines += [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,162 @@
+"""compare, score, SuperBench export and FAMBench's table, on hand-computed cases."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dlperf.cli import app
+from dlperf.compare import compare
+from dlperf.report.suites import fambench_table, superbench_metrics
+from dlperf.runner import build_result
+from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus, Window
+from dlperf.score import family, freeze, score
+from dlperf.stats import mann_whitney_p, smallest_p
+from dlperf.store import write_result
+
+
+def result(model: str, values: list[float], *, batch: int = 8, step_times=(0.01,), **spec):
+    s = BenchmarkSpec(framework="pytorch", model=model, batch_size=batch, repeats=len(values),
+                      **spec)  # fmt: skip
+    repeats = [
+        Repeat(
+            index=i,
+            status=RepeatStatus.ok,
+            throughput=v,
+            window=Window(start_step=0, end_step=10, samples=10 * batch, elapsed_s=10 * batch / v),
+            step_times_s=list(step_times),
+            workload={"amp_dtype": None},
+        )  # fmt: skip
+        for i, v in enumerate(values, 1)
+    ]
+    return build_result(s, f"id-{model}-{values[0]}", repeats, None)
+
+
+def store(folder: Path, *results) -> Path:
+    for r in results:
+        write_result(folder, r)
+    return folder
+
+
+# ---------------------------------------------------------------------------- statistics
+
+
+def test_exact_mann_whitney_by_hand() -> None:
+    # Fully separated samples: only the 2 most extreme of C(6,3) = 20 splits -> p = 0.1.
+    assert mann_whitney_p([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
+    assert smallest_p(3, 3) == pytest.approx(0.1)  # 3 vs 3 can never reach 0.05
+    # 7 vs 7 separated: 2 / C(14,7) = 2 / 3432.
+    assert mann_whitney_p(range(10, 17), range(7)) == pytest.approx(2 / 3432)
+    # Interleaved samples are not different.
+    assert mann_whitney_p([1, 3, 5, 7], [2, 4, 6, 8]) > 0.5
+
+
+# -------------------------------------------------------------------------------- compare
+
+
+def test_compare_flags_a_significant_regression_and_exits_2(tmp_path: Path) -> None:
+    a = store(tmp_path / "a", result("resnet50", [100, 101, 99, 100, 102, 98, 100]),
+              result("bert", [50, 51, 49, 50, 50, 51, 49]))  # fmt: skip
+    b = store(tmp_path / "b", result("resnet50", [90, 91, 89, 90, 92, 88, 90]),
+              result("bert", [50.5, 51, 49.5, 50, 50, 51, 49]))  # fmt: skip
+    rows, notes = compare(a, b)
+    by_model = {r.key.split("_")[1]: r for r in rows}
+    r = by_model["resnet50"]
+    assert r.change == pytest.approx(-0.10) and r.test == "Mann-Whitney U"
+    assert r.p == pytest.approx(2 / 3432) and r.verdict == "regression"
+    assert by_model["bert"].verdict == "no change" and not notes
+    out = CliRunner().invoke(app, ["compare", str(a), str(b)])
+    assert out.exit_code == 2 and "**regression**" in out.output
+    assert CliRunner().invoke(app, ["compare", str(a), str(a)]).exit_code == 0
+
+
+def test_compare_with_three_repeats_falls_back_to_confidence_intervals(tmp_path: Path) -> None:
+    a = store(tmp_path / "a", result("resnet50", [100, 101, 99]))
+    tight = store(tmp_path / "b", result("resnet50", [80, 81, 79]))
+    (r,), _ = compare(a, tight)
+    assert r.test == "95% CI overlap" and r.p is None and r.verdict == "regression"
+    noisy = store(tmp_path / "c", result("resnet50", [60, 110, 85]))
+    (r,), _ = compare(a, noisy)
+    assert r.change == pytest.approx(-0.15) and r.verdict == "within noise"
+    faster = store(tmp_path / "d", result("resnet50", [120, 121, 119]))
+    assert compare(a, faster)[0][0].verdict == "improvement"
+
+
+def test_compare_names_configurations_only_one_side_has(tmp_path: Path) -> None:
+    a = store(tmp_path / "a", result("resnet50", [100]))
+    b = store(tmp_path / "b", result("bert", [100]))
+    rows, notes = compare(a, b)
+    assert rows == [] and len(notes) == 2 and "only in B" in " ".join(notes)
+
+
+# ---------------------------------------------------------------------------------- score
+
+
+def test_score_is_1000_for_the_reference_and_weights_families_evenly(tmp_path: Path) -> None:
+    ref_dir = store(tmp_path / "ref", result("resnet50", [100]), result("resnet101", [50]),
+                    result("bert", [40]))  # fmt: skip
+    reference = tmp_path / "ref.json"
+    assert freeze(ref_dir, reference) == 3
+    assert score(ref_dir, reference).total == pytest.approx(1000)
+    # resnet50 2x faster, resnet101 unchanged, bert 2x slower. Weights: resnet family 1/2 split
+    # over 2 configurations (1/4 each), bert 1/2.
+    new = store(tmp_path / "new", result("resnet50", [200]), result("resnet101", [50]),
+                result("bert", [20]))  # fmt: skip
+    s = score(new, reference)
+    expected = 1000 * math.exp(0.25 * math.log(2) + 0.25 * math.log(1) + 0.5 * math.log(0.5))
+    assert s.total == pytest.approx(expected)  # = 1000 * 2 ** -0.25 = 840.9
+    assert s.families["resnet"] == pytest.approx(1000 * math.sqrt(2))
+    assert s.families["bert"] == pytest.approx(500)
+    assert s.members["resnet"] and not s.missing
+
+
+def test_score_names_what_the_results_lack(tmp_path: Path) -> None:
+    ref_dir = store(tmp_path / "ref", result("resnet50", [100]), result("bert", [40]))
+    reference = tmp_path / "ref.json"
+    freeze(ref_dir, reference)
+    s = score(store(tmp_path / "new", result("resnet50", [110])), reference)
+    assert s.total == pytest.approx(1100) and len(s.missing) == 1
+    out = CliRunner().invoke(app, ["score", "--reference", str(reference),
+                                   "--results-dir", str(tmp_path / "new")])  # fmt: skip
+    assert out.exit_code == 0 and "score 1100.0" in out.output and "not in these" in out.output
+
+
+def test_families() -> None:
+    assert [family(m) for m in ("resnet50", "resnet152", "gpt2-xl", "bert-large", "lstm")] == [
+        "resnet", "resnet", "gpt2", "bert", "lstm"
+    ]  # fmt: skip
+
+
+# ------------------------------------------------------------------- other suites' formats
+
+
+def test_superbench_metric_names(tmp_path: Path) -> None:
+    r = result("resnet50", [100, 100, 100], mode="infer", step_times=(0.010, 0.020))
+    metrics = superbench_metrics(r)
+    assert metrics["model-benchmarks/pytorch-resnet50/fp32_inference_throughput"] == 100
+    assert metrics["model-benchmarks/pytorch-resnet50/fp32_inference_step_time"] == 80.0
+    assert metrics["model-benchmarks/pytorch-resnet50/fp32_inference_step_time_50"] == 15.0
+    assert "model-benchmarks/pytorch-resnet50/fp32_inference_step_time_99.9" in metrics
+    write_result(tmp_path, r)
+    out = CliRunner().invoke(app, ["export", "--format", "superbench",
+                                   "--results-dir", str(tmp_path)])  # fmt: skip
+    (line,) = out.stdout.splitlines()
+    assert json.loads(line)["model-benchmarks/pytorch-resnet50/fp32_inference_throughput"] == 100
+    target = tmp_path / "sb.jsonl"
+    CliRunner().invoke(app, ["export", "--format", "superbench", "--results-dir", str(tmp_path),
+                             "--out", str(target)])  # fmt: skip
+    assert target.read_text() == out.stdout
+
+
+def test_fambench_table_marks_a_missed_latency_target() -> None:
+    met = result("resnet50", [100], mode="infer", latency_target_ms=50.0)
+    missed = result("bert", [40], mode="infer", latency_target_ms=5.0)
+    table = fambench_table([met, missed])
+    assert "| Model | Implementation | Mode | Config | Batch Size | Score | Units |" in table
+    assert "| resnet50 | OOTB | eval | pytorch_cpu_fp32 | 8 | 100 | ex/s |" in table
+    assert "| bert | OOTB | eval | pytorch_cpu_fp32 | 8 | 40* | ex/s |" in table
+    assert "missed its latency target" in table
