@@ -359,12 +359,12 @@ def _print_plan(spec, official, launch) -> None:
 
     # The nodes' own lines (local with --hosts: to start by hand), or the launcher's.
     hosts = list(launch.hosts) if launch.hosts else []
-    if spec.world_size > 1:
+    if launch.is_job(spec):
         hosts = resolve_hosts(spec.nodes, hosts) if hosts else launch.node_hosts(spec.nodes)
     if spec.impl != "official":
         adapter = get_adapter(spec.framework)
         python = _env_python(adapter, spec)
-        if spec.world_size == 1:
+        if not launch.is_job(spec):
             cmd = adapter.command(spec, python)
             nodes = [NodeCommand(0, "localhost", tuple(cmd.argv), str(cmd.cwd or "."), cmd.env)]
         else:
@@ -390,7 +390,7 @@ def _print_plan(spec, official, launch) -> None:
         )
         if manifest.command.scope == "once" and spec.nodes > 1:
             console.print(f"(node 0's command starts the processes on all {spec.nodes} nodes)")
-    launcher = launch.launcher if spec.world_size > 1 else "local"
+    launcher = launch.launcher if launch.is_job(spec) else "local"
     for node in through_launcher(launcher, nodes):
         console.print(f"[bold]node {node.node_rank}[/] ({node.host}):", highlight=False)
         console.print(f"  {node.shell_line()}", highlight=False, soft_wrap=True)

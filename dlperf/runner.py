@@ -160,6 +160,11 @@ class JobLaunch:
     launcher: str = "local"
     hosts: tuple[str, ...] = ()
 
+    def is_job(self, spec: BenchmarkSpec) -> bool:
+        """Whether `spec` runs as a launched job (several ranks, or a remote launcher even for
+        one: `--launcher ssh --hosts gpu0` measures on gpu0)."""
+        return spec.world_size > 1 or self.launcher != "local"
+
     def node_hosts(self, nodes: int) -> list[str]:
         """Node addresses, node 0 (the master) first; the local launcher's are all this host."""
         if self.launcher == "local":
@@ -218,7 +223,7 @@ class PreparedRun:
     def run_repeat(self, index: int) -> Repeat:
         python = str(self.env.python) if self.env else sys.executable
         base_env = self.env.run_env() if self.env else dict(os.environ)
-        if self.spec.world_size == 1:
+        if not self.launch.is_job(self.spec):
             return run_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
         # What a remote node needs besides the command: the variables the env sets.
         node_env = self.env.run_env({}) if self.env else {}
@@ -253,7 +258,7 @@ def prepare_run(
         raise DlperfError(
             f"unknown launcher {launch.launcher!r}; choose one of: {', '.join(LAUNCHERS)}"
         )
-    hosts = launch.node_hosts(spec.nodes) if spec.world_size > 1 else []
+    hosts = launch.node_hosts(spec.nodes) if launch.is_job(spec) else []
     result_id = result_id or new_result_id()
     raw_dir = result_dir(results_dir, spec.config_key()) / result_id
     adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
@@ -392,7 +397,7 @@ def slurm_hosts() -> list[str]:
 
 
 def job_info(spec: BenchmarkSpec, launch: JobLaunch) -> JobInfo:
-    hosts = launch.node_hosts(spec.nodes) if spec.world_size > 1 else []
+    hosts = launch.node_hosts(spec.nodes) if launch.is_job(spec) else []
     return JobInfo(
         launcher=launch.launcher,
         hosts=hosts,

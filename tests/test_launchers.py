@@ -165,6 +165,20 @@ def test_ssh_launcher_runs_a_two_node_job(sshd, tmp_path, monkeypatch) -> None:
 
 
 @pytest.mark.multiprocess
+def test_ssh_launcher_runs_even_a_single_rank_on_the_named_host(sshd, tmp_path, monkeypatch):
+    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.schema import ResultStatus
+
+    monkeypatch.setenv("DLPERF_SSH", sshd)
+    spec = pace_spec().model_copy(update={"nodes": 1})
+    result, _ = run_benchmark(spec, tmp_path, launch=JobLaunch("ssh", ("localhost",)))
+    assert result.status == ResultStatus.ok, result.warnings
+    (r,) = result.repeats
+    assert r.command[0] == "ssh" and r.throughput == pytest.approx(500.0, rel=0.03)
+    assert result.job.hosts == ["localhost"] and result.job.world_size == 1
+
+
+@pytest.mark.multiprocess
 def test_ssh_launcher_hangs_up_remote_ranks_when_one_node_fails(sshd, tmp_path, monkeypatch):
     from dlperf.runner import JobLaunch, run_benchmark
     from dlperf.schema import RepeatStatus
