@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,10 @@ class Adapter(ABC):
     description: str
     models: tuple[str, ...]
     impls: tuple[str, ...] = ("ootb",)
+    micro_models: tuple[str, ...] = ()  # FAMBench-style microbenchmarks (impl "micro")
+
+    def runs(self, model: str) -> bool:
+        return model in self.models or model in self.micro_models
 
     def option_keys(self, model: str) -> dict[str, str]:
         """`--set KEY=VALUE` keys this adapter accepts for `model`, with one-line help."""
@@ -107,6 +112,11 @@ class WorkloadScriptAdapter(Adapter):
     python: str  # the framework's Python version, e.g. "3.11"
     verify: str  # code that prints the framework version inside the env
 
+    @property
+    def micro_models(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Microbenchmarks, where the folder has a micro.py (same CLI and events contract)."""
+        return MICRO_MODELS if (self.folder / "micro.py").exists() else ()
+
     def pip_args(self, device: str) -> tuple[str, ...]:
         return ()
 
@@ -128,6 +138,8 @@ class WorkloadScriptAdapter(Adapter):
         )
 
     def command(self, spec: BenchmarkSpec, python: str) -> Command:
+        if spec.impl == "micro":
+            return self.micro_command(spec, python)
         argv = [
             python,
             str(self.folder / "workload.py"),
@@ -147,6 +159,44 @@ class WorkloadScriptAdapter(Adapter):
         for key, value in sorted(spec.options.items()):
             argv += [f"--{key.replace('_', '-')}", value]
         return Command(argv, env=self.extra_env(spec))
+
+    def micro_command(self, spec: BenchmarkSpec, python: str) -> Command:
+        """micro.py --model M --batch-size B --steps N --precision P --device D --mode MODE
+        --threads T [--<shape option> V ...]: every framework gets all the host's cores
+        unless --set threads says otherwise (some would default to one)."""
+        options = {"threads": str(os.cpu_count() or 1), **spec.options}
+        argv = [
+            python,
+            str(self.folder / "micro.py"),
+            "--model", spec.model,
+            "--batch-size", str(spec.batch_size),
+            "--steps", str(spec.steps),
+            "--precision", spec.precision,
+            "--device", spec.device,
+            "--mode", spec.mode,
+        ]  # fmt: skip
+        for key, value in sorted(options.items()):
+            argv += [f"--{key.replace('_', '-')}", value]
+        return Command(argv, env=self.extra_env(spec.model_copy(update={"options": {}})))
+
+
+MICRO_MODELS = ("linear", "embeddingbag")
+MICRO_OPTIONS = {
+    "linear": {
+        "in_features": "the first layer's input width (default 1024)",
+        "out_features": "every layer's output width (default 1024)",
+        "layers": "how many Linear layers (default 4; FAMBench's full depth is 20)",
+    },
+    "embeddingbag": {
+        "num_embeddings": "table rows (default 4,800,000: 1.07 GB in fp32)",
+        "embedding_dim": "row width (default 56)",
+        "bag_size": "rows pooled per sample (default 34)",
+    },
+}
+MICRO_COMMON = {
+    "threads": "CPU threads (default: all of this host's cores)",
+    "seed": "seed for the synthetic data and weights (default 0)",
+}
 
 
 def mode_args(spec: BenchmarkSpec) -> list[str]:

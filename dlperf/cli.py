@@ -80,6 +80,8 @@ def list_cmd() -> None:
             if (name, model) in official:
                 impls.append(f"official: {', '.join(sorted(official[name, model]))}")
             table.add_row(name, model, "; ".join(impls), state, MODELS[model].description)
+        for model in adapter.micro_models:
+            table.add_row(name, model, "micro", state, MODELS[model].description)
     console.print(table)
     console.print("official: upstream scripts (`dlperf sources list`); * = the default one")
 
@@ -167,8 +169,12 @@ def run(
     rebuild_env: Annotated[bool, typer.Option(help="Rebuild the environment first.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the stored result JSON.")] = False,
     impl: Annotated[
-        str, typer.Option(help="ootb (dlperf's own workload) or official (upstream's script).")
-    ] = "ootb",
+        str | None,
+        typer.Option(
+            help="ootb (dlperf's own workload, the default), official (upstream's script) or "
+            "micro (the microbenchmarks: linear, embeddingbag; their default)."
+        ),
+    ] = None,
     source: Annotated[
         str | None, typer.Option(help="Which official manifest (default: the pair's default).")
     ] = None,
@@ -405,6 +411,8 @@ def _print_summary(out: Console, result, path: Path) -> None:
             f"95% CI {t.ci_low:.2f}–{t.ci_high:.2f})"
         )
     m = result.metrics
+    if m.score is not None:
+        out.print(f"[bold]score {m.score:.4g} {m.score_unit}[/] (the op's own rate)")
     if m.mfu is not None:
         out.print(f"MFU {m.mfu:.2%} of {m.peak_flops / 1e12:.3g} TFLOP/s ({m.peak_source})")
     for w in result.warnings:

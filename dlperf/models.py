@@ -32,6 +32,29 @@ class ModelDef:
     description: str
     params: int | None  # expected parameter count at the default head size, None if it varies
     presets: dict[str, PresetValues] = field(default_factory=dict)
+    kind: str = "model"  # "micro": a FAMBench-style microbenchmark of one op (impl "micro")
+
+
+def _gpt2(
+    name: str, size: str, layers: int, hidden: int, heads: int, params: int, smoke: PresetValues
+) -> ModelDef:
+    return ModelDef(
+        name,
+        f"GPT-2 {size} causal-LM training ({layers} layers, hidden {hidden}, {heads} heads, "
+        "vocab 50257, tied LM head), AdamW",
+        params,
+        {"dlperf": PresetValues(20, 100, 7, 8, 8, seq_len=224), "smoke": smoke},
+    )
+
+
+def _resnet(depth: int, params: int, smoke: PresetValues) -> ModelDef:
+    return ModelDef(
+        f"resnet{depth}",
+        f"ResNet{depth} image classification training (torchvision layout, stride on the 3x3 "
+        "conv), 1000 classes",
+        params,
+        {"dlperf": PresetValues(20, 100, 7, 192, 192, image_size=224), "smoke": smoke},
+    )
 
 
 MODELS: dict[str, ModelDef] = {
@@ -55,6 +78,81 @@ MODELS: dict[str, ModelDef] = {
                 "smoke": PresetValues(1, 3, 3, 2, 2, seq_len=32, timeout_s=300),
             },
         ),
+        # SuperBench's PyTorch model families (microsoft/superbenchmark, model_benchmarks/
+        # pytorch_*.py) and FAMBench's DLRM; code in adapters/pytorch/zoo.py. The "dlperf"
+        # preset takes the batch and shapes of SuperBench's Azure NDv4 (A100) config
+        # (superbench/config/azure_ndv4.yaml: gpt_models, bert_models, resnet_models), the same
+        # batch for fp32 and AMP as SuperBench runs both; "smoke" is a path test on 2 CPU cores,
+        # where the large models' step is bounded by their weights and optimizer, not shapes.
+        _gpt2("gpt2-small", "small", 12, 768, 12, 124_439_808,
+              PresetValues(1, 3, 3, 2, 2, seq_len=32, timeout_s=300)),
+        _gpt2("gpt2-medium", "medium", 24, 1024, 16, 354_823_168,
+              PresetValues(1, 3, 3, 1, 1, seq_len=16, timeout_s=600)),
+        _gpt2("gpt2-large", "large", 36, 1280, 20, 774_030_080,
+              PresetValues(1, 2, 3, 1, 1, seq_len=16, timeout_s=900)),
+        # Weights, gradients and AdamW state: 16 bytes per parameter, ~25 GB even for smoke.
+        _gpt2("gpt2-xl", "XL", 48, 1600, 25, 1_557_611_200,
+              PresetValues(1, 2, 3, 1, 1, seq_len=16, timeout_s=1200)),
+        ModelDef(
+            "bert-large",
+            "BERT-large pretraining (24 layers, hidden 1024, 16 heads; MLM + NSP, tied decoder)",
+            336_226_108,
+            {
+                "dlperf": PresetValues(20, 100, 7, 32, 32, seq_len=224),
+                "smoke": PresetValues(1, 3, 3, 1, 1, seq_len=16, timeout_s=600),
+            },
+        ),
+        ModelDef(
+            # The NDv4 config runs a smaller LSTM (input 224, hidden 1000, batch 224, seq 32);
+            # this is the registered pytorch-lstm with the benchmark's own defaults.
+            "lstm",
+            "SuperBench's LSTM: input 256, hidden 1024, 8 layers, 100-class head on the last "
+            "step, SGD; --seq-len is the number of time steps",
+            64_131_172,
+            {
+                "dlperf": PresetValues(20, 100, 7, 32, 32, seq_len=512),
+                "smoke": PresetValues(1, 3, 3, 2, 2, seq_len=8, timeout_s=300),
+            },
+        ),
+        _resnet(18, 11_689_512, PresetValues(2, 5, 3, 4, 4, image_size=64, timeout_s=300)),
+        _resnet(34, 21_797_672, PresetValues(2, 5, 3, 4, 4, image_size=64, timeout_s=300)),
+        _resnet(101, 44_549_160, PresetValues(1, 3, 3, 2, 2, image_size=64, timeout_s=300)),
+        _resnet(152, 60_192_808, PresetValues(1, 3, 3, 2, 2, image_size=64, timeout_s=300)),
+        ModelDef(
+            # FAMBench's default OOTB DLRM training config (run_dlrm_ootb_train.sh), with a
+            # fixed pooling factor: batch 64, 100 indices per lookup.
+            "dlrm",
+            "DLRM training (FAMBench OOTB config: 8 tables x 1M rows x 64, bottom MLP "
+            "512-512-64, dot interaction, top MLP 1024-1024-1024-1, BCE, SGD); "
+            "--seq-len is the number of indices per lookup",
+            514_499_137,
+            {
+                "dlperf": PresetValues(20, 100, 7, 64, 64, seq_len=100),
+                "smoke": PresetValues(2, 5, 3, 16, 16, seq_len=10, timeout_s=300),
+            },
+        ),
+        # FAMBench's microbenchmarks (benchmarks/dlrm/ubench): one op, scored in TF/s or GB/s;
+        # code in adapters/<framework>/micro.py, shapes from --set (see `dlperf list`).
+        ModelDef(
+            "linear",
+            "Micro: a stack of nn.Linear GEMMs (FAMBench linear_A: 1024 x 1024), TF/s",
+            None,
+            {
+                "dlperf": PresetValues(20, 100, 7, 256, 256, timeout_s=900),
+                "smoke": PresetValues(3, 10, 3, 64, 64, timeout_s=300),
+            },
+            kind="micro",
+        ),
+        ModelDef(
+            "embeddingbag",
+            "Micro: EmbeddingBag sum pooling over a 4.8M x 56 table (FAMBench emb 'B'), GB/s",
+            None,
+            {
+                "dlperf": PresetValues(20, 100, 7, 2048, 2048, timeout_s=900),
+                "smoke": PresetValues(3, 10, 3, 256, 256, timeout_s=300),
+            },
+            kind="micro",
+        ),
         ModelDef(
             "pace",
             "Calibration workload: steps paced to an exact period, so the true throughput is known",
@@ -65,7 +163,7 @@ MODELS: dict[str, ModelDef] = {
             },
         ),
     )
-}
+}  # fmt: skip
 
 
 def get_model(name: str) -> ModelDef:

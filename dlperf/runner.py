@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from dlperf import DlperfError, __version__, mlperf, system
-from dlperf.adapter import Adapter
+from dlperf.adapter import MICRO_COMMON, MICRO_MODELS, MICRO_OPTIONS, Adapter
 from dlperf.adapters import get_adapter
 from dlperf.envs import Env, ensure_env
 from dlperf.events import EVENTS_ENV, ParsedRun, merge_ranks, parse_events
@@ -79,14 +79,20 @@ def resolve_spec(
 ) -> BenchmarkSpec:
     """Preset values for (model, precision), then explicit flags; validated before anything runs."""
     adapter = get_adapter(framework)
-    if model not in adapter.models:
-        raise DlperfError(
-            f"{framework} has no model {model!r}; its models: {', '.join(adapter.models)}"
-        )
-    get_model(model)
+    if not adapter.runs(model):
+        known = ", ".join([*adapter.models, *adapter.micro_models])
+        raise DlperfError(f"{framework} has no model {model!r}; its models: {known}")
+    kind = get_model(model).kind
     if preset not in PRESETS:
         raise DlperfError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if kind == "micro":  # a microbenchmark is its own implementation kind
+        if given.setdefault("impl", "micro") != "micro":
+            raise DlperfError(f"{model} is a microbenchmark: it runs with --impl micro only")
+    elif given.get("impl") == "micro":
+        raise DlperfError(
+            f"--impl micro runs microbenchmarks ({', '.join(MICRO_MODELS)}), not {model}"
+        )
     p = preset_values(model, preset)
     window = {"skip": p.skip, "measure": p.measure}
     if given.get("impl") == "official":
@@ -130,12 +136,15 @@ def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
                 "takes its settings from its manifest"
             )
         return
-    if spec.impl not in adapter.impls:
+    if spec.impl not in adapter.impls and not (spec.impl == "micro" and adapter.micro_models):
         raise DlperfError(
             f"{adapter.name} has no {spec.impl!r} implementation; "
             f"it has: {', '.join(adapter.impls)}"
         )
-    known = adapter.option_keys(spec.model)
+    if spec.impl == "micro":
+        known = {**MICRO_COMMON, **MICRO_OPTIONS[spec.model]}
+    else:
+        known = adapter.option_keys(spec.model)
     unknown = sorted(set(spec.options) - set(known))
     if unknown:
         valid = ", ".join(sorted(known)) or "(none)"
@@ -686,6 +695,7 @@ def build_result(
 
     start = ok[0].workload if ok else (repeats[0].workload if repeats else {})
     throughput = step_time = loadgen_metric = loadgen_valid = latency_met = None
+    score = score_unit = None
     latency: dict[str, float] = {}
     achieved = peak = mfu = None
     peak_source = None
@@ -716,6 +726,12 @@ def build_result(
                 if r.loadgen and not r.loadgen.valid:
                     why = "; ".join(r.loadgen.reasons) or "no reason logged"
                     warnings.append(f"repeat {r.index}: LoadGen result INVALID: {why}")
+        if spec.impl == "micro":  # FAMBench scores a microbenchmark by the op's own rate
+            per_sample = start.get("bytes_per_sample") or start.get("flops_per_sample") or 0
+            scale = 1e9 if start.get("bytes_per_sample") else 1e12
+            if per_sample:
+                score = per_sample * throughput.median / scale
+                score_unit = "GB/s" if scale == 1e9 else "TF/s"
         flops = start.get("flops_per_sample") or None
         if flops:
             achieved = flops * throughput.median
@@ -770,6 +786,8 @@ def build_result(
             latency_target_met=latency_met,
             loadgen_metric=loadgen_metric,
             loadgen_valid=loadgen_valid,
+            score=score,
+            score_unit=score_unit,
             achieved_flops=achieved,
             peak_flops=peak,
             peak_source=peak_source,

@@ -108,7 +108,7 @@ def expand(table: dict[str, Any]) -> SweepPlan:
     ):
         options = dict(zip(set_keys, chosen, strict=True))
         adapter = get_adapter(fw)  # unknown framework: an error listing the known ones
-        if model not in adapter.models:
+        if not adapter.runs(model):
             plan.skipped.append(f"{fw} has no {model}")
             continue
         nodes, devices = _node_shape(shape)

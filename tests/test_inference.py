@@ -170,3 +170,99 @@ def test_scenario_needs_inference_mode() -> None:
         pace(mode="train", scenario="offline")
     with pytest.raises(DlperfError, match="unknown LoadGen scenario"):
         pace(scenario="batch")
+
+
+# ------------------------------------------------------------------------ real frameworks
+
+FRAMEWORKS = ["mxnet", "oneflow", "paddle", "pytorch", "tensorflow"]
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_inference_runs_in_every_framework(tmp_path: Path, framework: str) -> None:
+    spec = resolve_spec(framework, "resnet50", preset="smoke",
+                        overrides={"mode": "infer", "repeats": 1})  # fmt: skip
+    result, _ = run_benchmark(spec, tmp_path)
+    assert result.status == ResultStatus.ok, result.warnings
+    (r,) = result.repeats
+    assert r.workload["mode"] == "infer"
+    assert set(result.metrics.latency_ms) == {"p50", "p90", "p95", "p99", "p99.9"}
+    # Forward only: a third of the training FLOPs (forward + backward = 3 x forward).
+    train = resolve_spec(framework, "resnet50", preset="smoke")
+    assert r.workload["flops_per_sample"] == pytest.approx(
+        describe_flops(framework, train) / 3, rel=0.01
+    )
+
+
+def describe_flops(framework: str, spec) -> float:
+    import subprocess
+
+    from dlperf.adapters import get_adapter
+    from dlperf.envs import ensure_env
+
+    adapter = get_adapter(framework)
+    env = ensure_env(adapter.env_spec("cpu"))
+    argv = [*adapter.command(spec, str(env.python)).argv, "--describe"]
+    out = subprocess.run(argv, env=env.run_env(), capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["flops_per_sample"]
+
+
+@pytest.mark.framework
+def test_pytorch_resnet50_loadgen_offline_is_valid(tmp_path: Path) -> None:
+    spec = resolve_spec(
+        "pytorch", "resnet50", preset="smoke",
+        overrides={"mode": "infer", "repeats": 1, "scenario": "offline",
+                   "loadgen": {"min_duration_s": 2, "min_query_count": 1}},
+    )  # fmt: skip
+    result, _ = run_benchmark(spec, tmp_path)
+    assert result.status == ResultStatus.ok, result.warnings
+    (r,) = result.repeats
+    assert r.loadgen.scenario == "Offline" and r.loadgen.valid, r.loadgen.reasons
+    assert r.loadgen.value > 0 and result.metrics.loadgen_valid is True
+    summary = Path(r.loadgen.log_dir) / "mlperf_log_summary.txt"
+    assert "Result is : VALID" in summary.read_text()
+
+
+# ----------------------------------------------------------------- FAMBench microbenchmarks
+
+
+def test_microbenchmarks_are_their_own_implementation_kind() -> None:
+    spec = resolve_spec("pytorch", "linear", preset="smoke")
+    assert spec.impl == "micro" and spec.config_key().startswith("pytorch_linear_micro_train")
+    with pytest.raises(DlperfError, match="runs with --impl micro only"):
+        resolve_spec("pytorch", "linear", overrides={"impl": "ootb"})
+    with pytest.raises(DlperfError, match="--impl micro runs microbenchmarks"):
+        resolve_spec("pytorch", "resnet50", overrides={"impl": "micro"})
+    with pytest.raises(DlperfError, match="valid keys: bag_size, embedding_dim"):
+        resolve_spec("pytorch", "embeddingbag", overrides={"options": {"layers": "3"}})
+    from dlperf.adapters import get_adapter
+
+    argv = get_adapter("tensorflow").command(spec.model_copy(update={"framework": "tensorflow"}),
+                                             "py").argv  # fmt: skip
+    assert argv[1].endswith("tensorflow/micro.py") and "--threads" in argv
+
+
+HAS_EMBEDDING_BAG = {"pytorch", "tensorflow"}
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_microbenchmarks_score_in_their_units(tmp_path: Path, framework: str) -> None:
+    for mode in ("train", "infer"):
+        spec = resolve_spec(framework, "linear", preset="smoke",
+                            overrides={"repeats": 1, "mode": mode})  # fmt: skip
+        result, _ = run_benchmark(spec, tmp_path)
+        assert result.status == ResultStatus.ok, result.warnings
+        m = result.metrics
+        assert m.score_unit == "TF/s" and m.score == pytest.approx(
+            result.repeats[0].workload["flops_per_sample"] * m.throughput.median / 1e12
+        )
+    small = {"repeats": 1, "options": {"num_embeddings": "100000"}}
+    spec = resolve_spec(framework, "embeddingbag", preset="smoke", overrides=small)
+    result, _ = run_benchmark(spec, tmp_path)
+    (r,) = result.repeats
+    if framework in HAS_EMBEDDING_BAG:
+        assert result.status == ResultStatus.ok, result.warnings
+        assert result.metrics.score_unit == "GB/s" and result.metrics.score > 0
+    else:  # the op does not exist there: said so, never emulated
+        assert r.status.value == "unsupported" and "EmbeddingBag" in r.message

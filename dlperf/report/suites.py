@@ -60,21 +60,12 @@ FAMBENCH_MODES = {"train": "train", "infer": "eval"}
 
 
 def fambench_score(result: Result) -> tuple[float, str] | None:
-    """FAMBench's score: an imported score as logged, a microbenchmark's TF/s or GB/s from its
-    FLOPs or bytes per sample, otherwise examples per second."""
+    """FAMBench's score: a microbenchmark's TF/s or GB/s (or an imported log's own score), else
+    examples per second."""
     m = result.metrics
     if m.score is not None and m.score_unit:
         return m.score, m.score_unit
-    if not m.throughput:
-        return None
-    ok = [r for r in result.repeats if r.status.value == "ok"]
-    start = ok[0].workload if ok else {}
-    if result.spec.impl == "micro":
-        if start.get("bytes_per_sample"):
-            return start["bytes_per_sample"] * m.throughput.median / 1e9, "GB/s"
-        if start.get("flops_per_sample"):
-            return start["flops_per_sample"] * m.throughput.median / 1e12, "TF/s"
-    return m.throughput.median, "ex/s"
+    return (m.throughput.median, "ex/s") if m.throughput else None
 
 
 def fambench_table(results: list[Result]) -> str:

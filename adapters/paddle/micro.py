@@ -1,0 +1,384 @@
+"""PaddlePaddle microbenchmarks for dlperf (implementation kind "micro"), after FAMBench ubench.
+
+  linear        a stack of paddle.nn.Linear layers (ReLU between them), dygraph: forward +
+                backward + SGD update with --mode train, forward only with --mode infer.
+                Reported in TF/s.
+  embeddingbag  unsupported: PaddlePaddle has no embedding-bag op (a lookup fused with the sum
+                over each bag). paddle.nn / paddle.nn.functional have no EmbeddingBag or
+                embedding_bag; the op registry of Paddle 3.x holds only plain lookups (embedding,
+                lookup_table, lookup_table_v2, c_embedding, sparse_weight_embedding) and
+                separate poolings (segment_pool, sequence_pool). The fluid-era fused op
+                (fused_embedding_seq_pool, CPU only, LoD input) is gone from the registry. The
+                script emits {"event": "unsupported"} rather than time a lookup plus a
+                segment_sum under the EmbeddingBag name.
+
+Runs inside the adapter's isolated env and imports only paddle, numpy and the standard library.
+Events contract as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start",
+"ready", one "step" per iteration, "end", or "unsupported"); a human-readable log goes to
+stdout.
+
+Counting (the host turns samples/s into TF/s = flops_per_sample * samples/s / 1e12 and GB/s =
+bytes_per_sample * samples/s / 1e9):
+  linear        flops_per_sample = 2 * (in*out + (layers-1)*out*out) forward, x3 when training
+                (backward = activation and weight gradients, 2 GEMMs per layer), as FAMBench's
+                "Forward 2x and Backward 4x". bytes_per_sample = 0: the weights are shared by
+                the whole batch, so a per-sample byte count would depend on the batch size.
+  embeddingbag  (as the other frameworks' micro.py, for --describe) bytes_per_sample =
+                bag_size * dim * element size, x3 when training; flops_per_sample = 0.
+
+Defaults:
+  linear        1024 -> 1024, 4 layers: FAMBench's linear_A GEMM shape (1024-wide, the
+                batch-128..4096 rows of mlp_A) at a depth a 2-core CPU trains at batch 256 in
+                well under 0.5 s per step (6.4 GFLOP); depth only repeats the same GEMM.
+                FAMBench's own linear_A depth is --layers 20 (input, 18 hidden, output).
+  embeddingbag  4,800,000 rows x 56, bags of 34: FAMBench's emb dataset "B" / "small".
+The linear input and labels are made once.
+
+AMP: paddle.amp.auto_cast (O1) to bfloat16 on the CPU, float16 with GradScaler on CUDA; a dtype
+that auto_cast does not really apply here (a probe Linear still computes in fp32) is reported
+as unsupported, never run as fp32 labelled amp.
+
+Usage:
+    python micro.py --model linear --batch-size 256 --steps 30 [--mode infer] [--precision amp]
+    python micro.py --model linear --describe   # one JSON line: params, FLOPs, bytes; no run
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import TextIO
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+from paddle import nn
+
+LR = 0.01  # FAMBench's linear ubench SGD learning rate
+INDEX_BYTES = 8  # int64 indices
+
+
+# --------------------------------------------------------------------------------------------
+# Counting (pure functions of the arguments)
+# --------------------------------------------------------------------------------------------
+
+
+def linear_params(args: argparse.Namespace) -> int:
+    i, o, n = args.in_features, args.out_features, args.layers
+    return (i * o + o) + (n - 1) * (o * o + o)
+
+
+def linear_forward_flops(args: argparse.Namespace) -> float:
+    i, o, n = args.in_features, args.out_features, args.layers
+    return 2.0 * (i * o + (n - 1) * o * o)
+
+
+def element_size(args: argparse.Namespace) -> int:
+    """Bytes per table element: 2 when amp stores the embedding table in bf16/fp16."""
+    return 2 if args.precision == "amp" else 4
+
+
+def counts(args: argparse.Namespace) -> dict[str, object]:
+    """params, flops_per_sample, bytes_per_sample and unit for the asked configuration."""
+    train = args.mode == "train"
+    if args.model == "linear":
+        return {
+            "params": linear_params(args),
+            "flops_per_sample": linear_forward_flops(args) * (3 if train else 1),
+            "bytes_per_sample": 0,
+            "unit": "TF/s",
+        }
+    rows = args.bag_size * args.embedding_dim * element_size(args)
+    return {
+        "params": args.num_embeddings * args.embedding_dim,
+        "flops_per_sample": 0,
+        "bytes_per_sample": rows * (3 if train else 1),
+        "index_bytes_per_sample": args.bag_size * INDEX_BYTES,
+        "unit": "GB/s",
+    }
+
+
+def shape_text(args: argparse.Namespace) -> str:
+    if args.model == "linear":
+        return f"{args.in_features} -> {args.out_features} x {args.layers} layers"
+    return f"table {args.num_embeddings:,} x {args.embedding_dim}, bags of {args.bag_size} (sum)"
+
+
+# --------------------------------------------------------------------------------------------
+# Host facts
+# --------------------------------------------------------------------------------------------
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def cpu_native_bf16() -> bool | None:
+    """Whether the CPU has bf16 matmul instructions; None if /proc/cpuinfo cannot tell."""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith(("flags", "Features")):
+                flags = set(line.split(":", 1)[1].split())
+                return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    return None
+
+
+def embeddingbag_missing() -> str:
+    """Why embeddingbag cannot run: the evidence, checked against this build."""
+    ops: set[str] = set()
+    with contextlib.suppress(Exception):
+        ops = set(paddle.base.core._get_all_register_op_kernels("all"))
+    fused = "fused_embedding_seq_pool"
+    return (
+        f"paddle {paddle.__version__} has no embedding-bag op (lookup fused with a per-bag sum): "
+        "no paddle.nn.EmbeddingBag or paddle.nn.functional.embedding_bag, and the op registry "
+        f"{'has no ' + fused if fused not in ops else 'has ' + fused + ' only as a legacy op'}; "
+        "only plain lookups (embedding, lookup_table_v2) and separate poolings (segment_pool, "
+        "sequence_pool). Emulating it with other ops would not be an EmbeddingBag measurement"
+    )
+
+
+def amp_problem(amp_dtype: str) -> str | None:
+    """None if paddle.amp.auto_cast really computes a Linear in `amp_dtype` here, else why not.
+    (On the CPU Paddle 3.x's auto_cast can be a no-op with a warning: fp32 must not be labelled
+    as amp.)"""
+    try:
+        layer = nn.Linear(8, 8)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with paddle.amp.auto_cast(level="O1", dtype=amp_dtype):
+                out = layer(paddle.ones([2, 8]))
+        got = str(out.dtype).replace("paddle.", "")
+    except Exception as exc:  # noqa: BLE001 - any failure means the path does not work here
+        return f"paddle.amp.auto_cast(dtype={amp_dtype!r}) failed: {type(exc).__name__}: {exc}"
+    if got != amp_dtype:
+        said = "; ".join(str(w.message).strip() for w in caught if "amp" in str(w.message))
+        return (
+            f"paddle {paddle.__version__}: paddle.amp.auto_cast(level='O1', dtype={amp_dtype!r}) "
+            f"has no effect on {paddle.get_device()} (a Linear still computes in {got})"
+            + (f": {said}" if said else "")
+        )
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Step: returns step() -> the loss tensor (or None), not yet read back
+# --------------------------------------------------------------------------------------------
+
+
+def linear_step(
+    args: argparse.Namespace, amp_dtype: str | None, on_gpu: bool
+) -> Callable[[], paddle.Tensor | None]:
+    paddle.seed(args.seed)
+    sizes = [args.in_features] + [args.out_features] * args.layers
+    layers: list[nn.Layer] = []
+    for k in range(args.layers):
+        if k:
+            layers.append(nn.ReLU())
+        layers.append(nn.Linear(sizes[k], sizes[k + 1]))
+    model = nn.Sequential(*layers)
+    rng = np.random.default_rng(args.seed)
+    x = paddle.to_tensor(rng.standard_normal((args.batch_size, args.in_features), np.float32))
+    labels = paddle.to_tensor(rng.integers(0, args.out_features, args.batch_size))
+
+    def autocast() -> contextlib.AbstractContextManager:
+        if amp_dtype is None:
+            return contextlib.nullcontext()
+        return paddle.amp.auto_cast(level="O1", dtype=amp_dtype)
+
+    if args.mode == "infer":
+        model.eval()
+
+        def infer() -> None:
+            with paddle.no_grad(), autocast():
+                model(x)
+
+        return infer
+
+    model.train()
+    optimizer = paddle.optimizer.SGD(learning_rate=LR, parameters=model.parameters())
+    # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
+    scaler = paddle.amp.GradScaler(init_loss_scaling=2.0**16) if amp_dtype and on_gpu else None
+
+    def train() -> paddle.Tensor:
+        optimizer.clear_grad(set_to_zero=False)
+        with autocast():
+            loss = F.cross_entropy(model(x).astype("float32"), labels)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        return loss
+
+    return train
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", choices=("linear", "embeddingbag"), required=True)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--threads", type=int, help="CPU math library threads")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--in-features", type=int, default=1024, help="linear: first layer's input")
+    p.add_argument("--out-features", type=int, default=1024, help="linear: every layer's output")
+    p.add_argument("--layers", type=int, default=4, help="linear: how many Linear layers")
+    p.add_argument("--num-embeddings", type=int, default=4_800_000, help="embeddingbag: rows")
+    p.add_argument("--embedding-dim", type=int, default=56, help="embeddingbag: row width")
+    p.add_argument("--bag-size", type=int, default=34, help="embeddingbag: rows per sample")
+    p.add_argument("--describe", action="store_true", help="print params/FLOPs/bytes and exit")
+    args = p.parse_args(argv)
+    if args.batch_size < 1 or args.steps < 0:
+        p.error("--batch-size must be >= 1 and --steps >= 0")
+    sizes = (args.in_features, args.out_features, args.layers, args.num_embeddings,
+             args.embedding_dim, args.bag_size)  # fmt: skip
+    if min(sizes) < 1:
+        p.error("shapes (--in-features ... --bag-size) must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    t_launch = time.monotonic()
+    args = parse_args(argv)
+    if args.threads:
+        paddle.base.core.set_num_threads(args.threads)
+
+    if args.describe:
+        info = {**counts(args), "framework_version": paddle.__version__}
+        if args.model == "embeddingbag":
+            info["unsupported"] = embeddingbag_missing()
+        print(json.dumps(info), flush=True)
+        return 0
+
+    on_gpu = args.device == "cuda"
+    if on_gpu and not (paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0):
+        print("error: --device cuda asked for, but paddle has no usable CUDA device "
+              f"(paddle {paddle.__version__}, compiled with CUDA: "
+              f"{paddle.is_compiled_with_cuda()})", file=sys.stderr, flush=True)  # fmt: skip
+        return 2
+    paddle.set_device("gpu:0" if on_gpu else "cpu")
+    if on_gpu:  # honest fp32: no TF32 tensor-core math for the GEMMs
+        with contextlib.suppress(Exception):
+            paddle.set_flags({"FLAGS_enable_cublas_tensor_op_math": False})
+
+    path = os.environ.get("DLPERF_EVENTS", "")
+    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+
+    def emit(**event: object) -> None:
+        if events is not None:
+            events.write(json.dumps(event) + "\n")
+            events.flush()
+
+    def unsupported(reason: str) -> int:
+        # Exit 0: the run did what was asked, which is to say it cannot be done here.
+        emit(event="unsupported", reason=reason)
+        print(f"unsupported: {reason}", flush=True)
+        if events is not None:
+            events.close()
+        return 0
+
+    if args.model == "embeddingbag":
+        return unsupported(embeddingbag_missing())
+    amp_dtype = None
+    if args.precision == "amp":
+        amp_dtype = "float16" if on_gpu else "bfloat16"
+        problem = amp_problem(amp_dtype)
+        if problem:
+            return unsupported(problem)
+
+    step = linear_step(args, amp_dtype, on_gpu)
+    op = "paddle.nn.Linear"
+    info = counts(args)
+    device_name = paddle.device.cuda.get_device_name() if on_gpu else cpu_name()
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    threads = args.threads or (int(omp) if omp.isdigit() else None)
+    emit(
+        event="start",
+        framework="paddle",
+        framework_version=paddle.__version__,
+        python=platform.python_version(),
+        device=args.device,
+        device_name=device_name,
+        model=args.model,
+        impl="micro",
+        op=op,
+        mode=args.mode,
+        precision=args.precision,
+        amp_dtype=amp_dtype,
+        batch_size=args.batch_size,
+        threads=threads,
+        shape=shape_text(args),
+        tf32=False if on_gpu else None,
+        cpu_native_bf16=None if on_gpu else cpu_native_bf16(),
+        **info,
+    )
+    print(
+        f"paddle {paddle.__version__} micro {args.model} ({op}), {shape_text(args)}: "
+        f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
+        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}, {args.device} "
+        f"({device_name}), {threads or 'default'} threads, {args.steps} steps, "
+        f"reported in {info['unit']}",
+        flush=True,
+    )
+    if amp_dtype == "bfloat16" and cpu_native_bf16() is False:
+        print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
+              "auto_cast is emulated and usually much slower than fp32", flush=True)  # fmt: skip
+
+    def sync() -> None:
+        if on_gpu:
+            paddle.device.synchronize()
+
+    sync()
+    ready = time.monotonic()
+    emit(event="ready", time=ready)
+    print(f"ready after {ready - t_launch:.2f}s (import, build, data)", flush=True)
+
+    prev = ready
+    for i in range(1, args.steps + 1):
+        loss_t = step()
+        # Wait for the device (the update included), then read the loss back to the host.
+        sync()
+        loss = float(loss_t) if loss_t is not None else None
+        now = time.monotonic()
+        event: dict[str, object] = {"step": i, "time": now, "samples": args.batch_size}
+        if loss is not None:
+            event["loss"] = loss if math.isfinite(loss) else None
+        emit(event="step", **event)
+        shown = f" loss {loss:.4f}" if loss is not None else ""
+        print(f"step {i}/{args.steps}{shown} time {now - prev:.3f}s", flush=True)
+        prev = now
+
+    end = time.monotonic()
+    emit(event="end", time=end)
+    if args.steps:
+        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
+    if events is not None:
+        events.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,392 @@
+"""TensorFlow microbenchmarks for dlperf (implementation kind "micro"), after FAMBench ubench.
+
+  linear        a stack of keras Dense layers (ReLU between them): forward + backward + SGD
+                update with --mode train, forward only with --mode infer. Reported in TF/s.
+  embeddingbag  tf.nn.embedding_lookup_sparse(combiner="sum") on a tf.Variable table: one bag
+                of --bag-size uniformly random rows per sample, summed. Inside tf.function
+                TensorFlow runs it as Unique + ResourceGather + SparseSegmentSum (the fused
+                gather-and-sum kernel). Forward only with --mode infer; forward + backward (an
+                IndexedSlices gradient) + SGD update of the touched rows (scatter_sub) with
+                --mode train. Reported in GB/s.
+
+Each step is one tf.function call. Runs inside the adapter's isolated env and imports only
+TensorFlow/Keras, numpy and the standard library. Events contract as for workload.py: JSON lines
+to the file named by $DLPERF_EVENTS ("start", "ready", one "step" per iteration, "end", or
+"unsupported"); a human-readable log goes to stdout.
+
+Counting (the host turns samples/s into TF/s = flops_per_sample * samples/s / 1e12 and GB/s =
+bytes_per_sample * samples/s / 1e9):
+  linear        flops_per_sample = 2 * (in*out + (layers-1)*out*out) forward, x3 when training
+                (backward = activation and weight gradients, 2 GEMMs per layer), as FAMBench's
+                "Forward 2x and Backward 4x". bytes_per_sample = 0: the weights are shared by
+                the whole batch, so a per-sample byte count would depend on the batch size.
+  embeddingbag  bytes_per_sample = bag_size * dim * element size of the table (the rows read),
+                x3 when training (FAMBench's FBGEMM rule: rows read forward, gradient rows read
+                and table rows read+written by the update). The int64 indices (8 bytes per row
+                looked up) are left out, as FAMBench does; the start event carries them as
+                index_bytes_per_sample. flops_per_sample = 0: a lookup is not FLOP-bound.
+
+Defaults:
+  linear        1024 -> 1024, 4 layers: FAMBench's linear_A GEMM shape (1024-wide, the
+                batch-128..4096 rows of mlp_A) at a depth a 2-core CPU trains at batch 256 in
+                well under 0.5 s per step (6.4 GFLOP); depth only repeats the same GEMM.
+                FAMBench's own linear_A depth is --layers 20 (input, 18 hidden, output).
+  embeddingbag  4,800,000 rows x 56, bags of 34: FAMBench's emb dataset "B" / "small" (a
+                1.07 GB fp32 table, far bigger than any CPU cache, which is the point).
+Each step uses another batch of indices from a pool that together touch at least 256 MiB of
+rows (or one batch per step when there are fewer steps), so repeated bags are not served from
+cache. The linear input and labels are made once.
+
+AMP: the Keras mixed_bfloat16 policy on the CPU, mixed_float16 (with LossScaleOptimizer when
+training) on CUDA. For embeddingbag, amp stores the table in that dtype (FAMBench's
+half-precision embedding weights): the bytes count halves with the element size.
+
+Usage:
+    python micro.py --model linear --batch-size 256 --steps 30 [--mode infer] [--precision amp]
+    python micro.py --model embeddingbag --batch-size 2048 --steps 30
+    python micro.py --model linear --describe   # one JSON line: params, FLOPs, bytes; no run
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+TABLE_INIT_BLOCK = 4096  # the table repeats one random block: a full-size RNG pass takes ~20 s
+
+LR = 0.01  # FAMBench's linear ubench SGD learning rate
+INDEX_POOL_BYTES = 256 * 2**20  # rows touched by the pool of index batches, at least
+INDEX_POOL_MAX_BYTES = 64 * 2**20  # memory for the pool of index batches, at most
+INDEX_BYTES = 8  # int64 indices
+
+
+# --------------------------------------------------------------------------------------------
+# Counting (pure functions of the arguments)
+# --------------------------------------------------------------------------------------------
+
+
+def linear_params(args: argparse.Namespace) -> int:
+    i, o, n = args.in_features, args.out_features, args.layers
+    return (i * o + o) + (n - 1) * (o * o + o)
+
+
+def linear_forward_flops(args: argparse.Namespace) -> float:
+    i, o, n = args.in_features, args.out_features, args.layers
+    return 2.0 * (i * o + (n - 1) * o * o)
+
+
+def element_size(args: argparse.Namespace) -> int:
+    """Bytes per table element: 2 when amp stores the embedding table in bf16/fp16."""
+    return 2 if args.precision == "amp" else 4
+
+
+def counts(args: argparse.Namespace) -> dict[str, object]:
+    """params, flops_per_sample, bytes_per_sample and unit for the asked configuration."""
+    train = args.mode == "train"
+    if args.model == "linear":
+        return {
+            "params": linear_params(args),
+            "flops_per_sample": linear_forward_flops(args) * (3 if train else 1),
+            "bytes_per_sample": 0,
+            "unit": "TF/s",
+        }
+    rows = args.bag_size * args.embedding_dim * element_size(args)
+    return {
+        "params": args.num_embeddings * args.embedding_dim,
+        "flops_per_sample": 0,
+        "bytes_per_sample": rows * (3 if train else 1),
+        "index_bytes_per_sample": args.bag_size * INDEX_BYTES,
+        "unit": "GB/s",
+    }
+
+
+def shape_text(args: argparse.Namespace) -> str:
+    if args.model == "linear":
+        return f"{args.in_features} -> {args.out_features} x {args.layers} layers"
+    return f"table {args.num_embeddings:,} x {args.embedding_dim}, bags of {args.bag_size} (sum)"
+
+
+# --------------------------------------------------------------------------------------------
+# Host facts
+# --------------------------------------------------------------------------------------------
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def cpu_native_bf16() -> bool | None:
+    """Whether the CPU has bf16 matmul instructions; None if /proc/cpuinfo cannot tell."""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith(("flags", "Features")):
+                flags = set(line.split(":", 1)[1].split())
+                return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    return None
+
+
+def index_pool_size(args: argparse.Namespace) -> int:
+    """How many distinct index batches the steps cycle through (see the module docstring)."""
+    per_batch_rows = args.batch_size * args.bag_size
+    row_bytes = args.embedding_dim * element_size(args)
+    wanted = math.ceil(INDEX_POOL_BYTES / (per_batch_rows * row_bytes))
+    room = INDEX_POOL_MAX_BYTES // (per_batch_rows * INDEX_BYTES)
+    return max(1, min(max(args.steps, 1), wanted, room))
+
+
+# --------------------------------------------------------------------------------------------
+# Steps: each returns step() -> a scalar tensor (the loss, or one output element) to read back
+# --------------------------------------------------------------------------------------------
+
+
+def linear_step(args: argparse.Namespace, on_gpu: bool) -> Callable[[], tf.Tensor]:
+    keras.utils.set_random_seed(args.seed)
+    layers = [keras.Input((args.in_features,))]
+    for k in range(args.layers):
+        last = k == args.layers - 1
+        layers.append(keras.layers.Dense(args.out_features, activation=None if last else "relu"))
+    model = keras.Sequential(layers)
+    rng = np.random.default_rng(args.seed)
+    x = tf.constant(rng.standard_normal((args.batch_size, args.in_features), dtype=np.float32))
+    labels = tf.constant(rng.integers(0, args.out_features, args.batch_size), dtype=tf.int64)
+
+    if args.mode == "infer":
+
+        @tf.function
+        def infer() -> tf.Tensor:
+            return model(x, training=False)[0, 0]
+
+        return infer
+
+    optimizer = keras.optimizers.SGD(learning_rate=LR)
+    if args.precision == "amp" and on_gpu:
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)  # fp16 needs loss scaling
+    variables = model.trainable_variables
+
+    @tf.function
+    def train() -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            logits = tf.cast(model(x, training=True), tf.float32)
+            loss = tf.reduce_mean(
+                keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+            )
+            scaled = optimizer.scale_loss(loss) if hasattr(optimizer, "scale_loss") else loss
+        grads = tape.gradient(scaled, variables)
+        optimizer.apply_gradients(zip(grads, variables, strict=True))
+        return loss
+
+    return train
+
+
+def embeddingbag_step(args: argparse.Namespace, table_dtype: tf.DType) -> Callable[[], tf.Tensor]:
+    e, d, p, b = args.num_embeddings, args.embedding_dim, args.bag_size, args.batch_size
+    tf.random.set_seed(args.seed)
+    block = tf.random.normal([min(e, TABLE_INIT_BLOCK), d])
+    repeats = math.ceil(e / TABLE_INIT_BLOCK)
+    table = tf.Variable(tf.cast(tf.tile(block, [repeats, 1])[:e], table_dtype), name="table")
+    del block
+    rng = np.random.default_rng(args.seed)
+    pool = index_pool_size(args)
+    ids = tf.constant(rng.integers(0, e, (pool, b * p)), dtype=tf.int64)
+    # The bag layout of a [batch, bag_size] SparseTensor: row-major coordinates, fixed.
+    coords = tf.constant(
+        np.stack([np.repeat(np.arange(b), p), np.tile(np.arange(p), b)], axis=1), dtype=tf.int64
+    )
+    lr = tf.constant(LR, table_dtype)
+    grad_out = tf.constant(rng.standard_normal((b, d), dtype=np.float32))
+    grad_out = tf.cast(grad_out, table_dtype)
+    counter = tf.Variable(0, dtype=tf.int64, trainable=False)
+
+    def bags() -> tf.SparseTensor:
+        k = counter.assign_add(1) % pool
+        return tf.SparseTensor(coords, tf.gather(ids, k), [b, p])
+
+    if args.mode == "infer":
+
+        @tf.function
+        def infer() -> tf.Tensor:
+            return tf.nn.embedding_lookup_sparse(table, bags(), None, combiner="sum")[0, 0]
+
+        return infer
+
+    @tf.function
+    def train() -> tf.Tensor:
+        sp = bags()
+        with tf.GradientTape() as tape:
+            out = tf.nn.embedding_lookup_sparse(table, sp, None, combiner="sum")
+            # d(loss)/d(out) = grad_out: the backward pass of out.backward(grad_out).
+            loss = tf.reduce_sum(out * grad_out)
+        grad = tape.gradient(loss, table)  # IndexedSlices: the touched rows only
+        table.scatter_sub(tf.IndexedSlices(grad.values * lr, grad.indices))
+        # One row read back after the update (ordered after it by tf.function's automatic
+        # control dependencies). sparse_read gathers that row; table[0, 0] would first copy
+        # the whole table (a resource variable's copy-on-read after a sparse update).
+        return table.sparse_read([0])[0, 0]
+
+    return train
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", choices=("linear", "embeddingbag"), required=True)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--threads", type=int, help="intra-op threads")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--in-features", type=int, default=1024, help="linear: first layer's input")
+    p.add_argument("--out-features", type=int, default=1024, help="linear: every layer's output")
+    p.add_argument("--layers", type=int, default=4, help="linear: how many Linear layers")
+    p.add_argument("--num-embeddings", type=int, default=4_800_000, help="embeddingbag: rows")
+    p.add_argument("--embedding-dim", type=int, default=56, help="embeddingbag: row width")
+    p.add_argument("--bag-size", type=int, default=34, help="embeddingbag: rows per sample")
+    p.add_argument("--describe", action="store_true", help="print params/FLOPs/bytes and exit")
+    args = p.parse_args(argv)
+    if args.batch_size < 1 or args.steps < 0:
+        p.error("--batch-size must be >= 1 and --steps >= 0")
+    sizes = (args.in_features, args.out_features, args.layers, args.num_embeddings,
+             args.embedding_dim, args.bag_size)  # fmt: skip
+    if min(sizes) < 1:
+        p.error("shapes (--in-features ... --bag-size) must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    t_launch = time.monotonic()
+    args = parse_args(argv)
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+
+    if args.describe:
+        print(json.dumps({**counts(args), "framework_version": tf.__version__}), flush=True)
+        return 0
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if args.device == "cuda" and not gpus:
+        print(f"error: --device cuda asked for, but TensorFlow {tf.__version__} sees no GPU",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return 2
+    on_gpu = args.device == "cuda"
+    device = "/gpu:0" if on_gpu else "/cpu:0"
+    if on_gpu:
+        tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
+
+    path = os.environ.get("DLPERF_EVENTS", "")
+    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+
+    def emit(**event: object) -> None:
+        if events is not None:
+            events.write(json.dumps(event) + "\n")
+            events.flush()
+
+    amp_dtype = None
+    if args.precision == "amp":
+        amp_dtype = "float16" if on_gpu else "bfloat16"
+    with tf.device(device):
+        if args.model == "linear":
+            if amp_dtype:
+                keras.mixed_precision.set_global_policy(f"mixed_{amp_dtype}")
+            step = linear_step(args, on_gpu)
+            op = "keras.layers.Dense"
+        else:
+            step = embeddingbag_step(args, tf.as_dtype(amp_dtype or "float32"))
+            op = "tf.nn.embedding_lookup_sparse(combiner='sum')"
+
+    info = counts(args)
+    device_name = cpu_name()
+    if on_gpu:
+        details = tf.config.experimental.get_device_details(gpus[0])
+        device_name = details.get("device_name", "GPU")
+    threads = tf.config.threading.get_intra_op_parallelism_threads() or None
+    emit(
+        event="start",
+        framework="tensorflow",
+        framework_version=tf.__version__,
+        python=platform.python_version(),
+        device=args.device,
+        device_name=device_name,
+        model=args.model,
+        impl="micro",
+        op=op,
+        mode=args.mode,
+        precision=args.precision,
+        amp_dtype=amp_dtype,
+        batch_size=args.batch_size,
+        threads=threads,
+        shape=shape_text(args),
+        keras_version=keras.__version__,
+        tf32=False if on_gpu else None,
+        cpu_native_bf16=None if on_gpu else cpu_native_bf16(),
+        **info,
+    )
+    print(
+        f"tensorflow {tf.__version__} micro {args.model} ({op}), {shape_text(args)}: "
+        f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
+        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}, {args.device} "
+        f"({device_name}), {threads or 'default'} threads, {args.steps} steps, "
+        f"reported in {info['unit']}",
+        flush=True,
+    )
+    if amp_dtype == "bfloat16" and args.model == "linear" and cpu_native_bf16() is False:
+        print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
+              "matmuls are emulated and usually much slower than fp32", flush=True)  # fmt: skip
+
+    ready = time.monotonic()
+    emit(event="ready", time=ready)
+    print(f"ready after {ready - t_launch:.2f}s (import, build, data)", flush=True)
+    train_linear = args.model == "linear" and args.mode == "train"
+    prev = ready
+    for i in range(1, args.steps + 1):
+        with tf.device(device):
+            value_t = step()
+        # A GPU runs asynchronously: wait for every queued kernel (the update included). Then
+        # .numpy() copies the value to the host. The first call also traces the tf.function.
+        if on_gpu:
+            tf.test.experimental.sync_devices()
+        value = float(value_t.numpy())
+        now = time.monotonic()
+        event: dict[str, object] = {"step": i, "time": now, "samples": args.batch_size}
+        shown = ""
+        if train_linear:
+            event["loss"] = value if math.isfinite(value) else None
+            shown = f" loss {value:.4f}"
+        emit(event="step", **event)
+        print(f"step {i}/{args.steps}{shown} time {now - prev:.3f}s", flush=True)
+        prev = now
+
+    end = time.monotonic()
+    emit(event="end", time=end)
+    if args.steps:
+        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
+    if events is not None:
+        events.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
