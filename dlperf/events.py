@@ -8,6 +8,8 @@ A workload writes one JSON object per line to the file named by ``DLPERF_EVENTS`
   step 1 runs; it counts as step 0 with no samples.
 - ``{"event": "step", "step": i, "time": t, "samples": n, "loss": x}`` for i = 1, 2, ...:
   ``time`` is ``time.monotonic()`` taken after the device is synchronised at the end of step i.
+- ``{"event": "loadgen", "dir": path}`` after an MLPerf LoadGen test (inference with
+  ``--loadgen-settings``): LoadGen's logs are in that folder.
 - ``{"event": "end", "time": t}`` when the workload finishes cleanly.
 - ``{"event": "unsupported", "reason": "..."}`` when the asked configuration cannot run on this
   device (e.g. AMP where the framework has no low-precision kernels); the workload then exits
@@ -75,6 +77,8 @@ def parse_events(text: str) -> ParsedRun:
                     run.losses.append(float(event["loss"]))
             elif kind == "end":
                 run.ended = True
+            elif kind == "loadgen":
+                pass  # the host reads LoadGen's logs from the folder it gave the workload
             elif kind == "unsupported":
                 run.unsupported = str(event.get("reason") or "not supported on this device")
             else:

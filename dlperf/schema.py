@@ -106,6 +106,11 @@ class BenchmarkSpec(_Frozen):
                     raise ValueError(f"{name} applies to inference: add --mode infer")
         if self.loadgen and not self.scenario:
             raise ValueError("LoadGen settings need --scenario offline|server|...")
+        if self.scenario and self.world_size > 1:
+            raise ValueError(
+                "LoadGen drives one system under test in one process: run --scenario with "
+                "--nodes 1 --devices-per-node 1"
+            )
         return self
 
     @property

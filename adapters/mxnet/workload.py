@@ -1,4 +1,4 @@
-"""MXNet training workload for dlperf: ResNet50-v1.5 or BERT-base pretraining, synthetic data.
+"""MXNet workload for dlperf: ResNet50-v1.5 or BERT-base, training or inference, synthetic data.
 
 Runs inside the adapter's isolated env and imports only MXNet, numpy and the standard library.
 Gluon HybridBlocks; `--xla` hybridizes them (static graph, static memory). Same architectures,
@@ -7,7 +7,12 @@ optimizers, losses and data shapes as the PyTorch workload; follows the dlperf e
 MXNet's engine is asynchronous even on a CPU: Python returns long before the work is done, so
 each step's timestamp is taken only after `mx.nd.waitall()` (forward, backward and the update).
 
+`--mode infer`: a step is one forward in predict mode (BatchNorm's running statistics, no
+dropout, nothing recorded); with `--loadgen-settings` MLPerf LoadGen then drives the model
+(adapters/_shared/loadgen_run.py), writing its logs to $DLPERF_LOADGEN_DIR.
+
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
+    python workload.py --model resnet50 --mode infer --loadgen-settings '{"scenario": "offline"}'
     python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
 """
 
@@ -255,11 +260,16 @@ def count_params(net: nn.HybridBlock) -> int:
     return sum(math.prod(p.shape) for p in net.collect_params().values() if p.grad_req != "null")
 
 
-def training_flops_per_sample(args: argparse.Namespace) -> float:
-    """3 x forward (backward ~ 2 x forward); matmul/conv FLOPs only."""
+def forward_flops_per_sample(args: argparse.Namespace) -> float:
+    """One forward (inference); matmul/conv FLOPs only."""
     if args.model == "resnet50":
-        return 3.0 * resnet50_forward_flops(args.num_classes, args.image_size)
-    return 3.0 * bert_forward_flops(args.seq_len)
+        return resnet50_forward_flops(args.num_classes, args.image_size)
+    return bert_forward_flops(args.seq_len)
+
+
+def training_flops_per_sample(args: argparse.Namespace) -> float:
+    """3 x forward (backward ~ 2 x forward)."""
+    return 3.0 * forward_flops_per_sample(args)
 
 
 def cpu_name() -> str:
@@ -270,11 +280,25 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def model_inputs(args: argparse.Namespace, ctx: mx.Context) -> tuple[mx.nd.NDArray, ...]:
+    """The synthetic batch the model takes: images, or BERT's token ids and segment ids (drawn
+    first, so training and inference see the same inputs for the same seed)."""
+    b, nd = args.batch_size, mx.nd
+    if args.model == "resnet50":
+        return (nd.random.normal(shape=(b, 3, args.image_size, args.image_size), ctx=ctx),)
+    s, vocab = args.seq_len, BERT_BASE["vocab"]
+    input_ids = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
+    token_types = nd.concat(
+        nd.zeros((b, s // 2), ctx=ctx), nd.ones((b, s - s // 2), ctx=ctx), dim=1
+    )
+    return input_ids, token_types
+
+
 def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv=None):
     b = args.batch_size
     nd = mx.nd
     if args.model == "resnet50":
-        images = nd.random.normal(shape=(b, 3, args.image_size, args.image_size), ctx=ctx)
+        (images,) = model_inputs(args, ctx)
         labels = nd.random.randint(0, args.num_classes, shape=(b,), ctx=ctx).astype("float32")
         ce = gluon.loss.SoftmaxCrossEntropyLoss()
         # MXNet's sgd adds wd * weight to the gradient, exactly as PyTorch's SGD does.
@@ -287,10 +311,7 @@ def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv
 
     else:
         s, vocab = args.seq_len, BERT_BASE["vocab"]
-        input_ids = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
-        token_types = nd.concat(
-            nd.zeros((b, s // 2), ctx=ctx), nd.ones((b, s - s // 2), ctx=ctx), dim=1
-        )
+        input_ids, token_types = model_inputs(args, ctx)
         masked = nd.random.uniform(shape=(b, s), ctx=ctx) < 0.15
         masked[:, min(1, s - 1)] = 1
         mlm_targets = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
@@ -345,6 +366,40 @@ def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv
     return step
 
 
+def make_predict(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context):
+    """Inference (--mode infer) on make_step's synthetic inputs: predict(n) runs one forward of
+    the first n rows in predict mode (no autograd recording) and returns once the engine is
+    done. BERT's forward gives the MLM and NSP logits, no loss.
+
+    autograd's training/recording state is thread-local in MXNet (LoadGen calls predict from
+    its own thread), so predict sets it itself. A hybridized net (static_shape) always gets the
+    full batch: another shape would re-plan its static graph and memory for each batch LoadGen
+    forms (the rows past n are wasted work).
+    """
+    inputs = model_inputs(args, ctx)
+    b = args.batch_size
+
+    def predict(n: int) -> None:
+        rows = b if args.xla else n
+        with autograd.predict_mode():
+            net(*(t if rows == b else t[:rows] for t in inputs))
+        mx.nd.waitall()  # the engine is asynchronous: only now has the batch finished
+
+    return predict
+
+
+def run_loadgen(args: argparse.Namespace, predict, emit) -> None:
+    """Hand the warmed-up model to MLPerf LoadGen (the shared driver in adapters/_shared),
+    which writes its logs to $DLPERF_LOADGEN_DIR."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+    import loadgen_run
+
+    out_dir = os.environ.get("DLPERF_LOADGEN_DIR", "mlperf-logs")
+    os.makedirs(out_dir, exist_ok=True)
+    loadgen_run.run(json.loads(args.loadgen_settings), out_dir, predict, args.batch_size)
+    emit(event="loadgen", dir=out_dir)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--model", choices=("resnet50", "bert"), required=True)
@@ -358,10 +413,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="OMP threads (set before MXNet starts)")
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
     args = p.parse_args(argv)
     if args.batch_size < 1 or args.steps < 0:
         p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.loadgen_settings and args.mode != "infer":
+        p.error("--loadgen-settings needs --mode infer")
     if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
         p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
     return args
@@ -371,7 +430,9 @@ def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = parse_args(argv)
     # Data parallel when dist_node.py started this as one of several ps-lite workers: joining
-    # the kvstore waits for the scheduler, the servers and every other worker.
+    # the kvstore waits for the scheduler, the servers and every other worker. Inference joins
+    # it too, but only for its rank (the events file's name) and so that the scheduler and the
+    # servers leave when the workers finalize; it never exchanges a value through it.
     kv = None
     if (not args.describe and os.environ.get("DMLC_ROLE") == "worker"
             and int(os.environ.get("DMLC_NUM_WORKER", "1")) > 1):  # fmt: skip
@@ -422,9 +483,13 @@ def main(argv: list[str] | None = None) -> int:
         net.hybridize(static_alloc=True, static_shape=True)
     if kv is not None:
         mx.random.seed(args.seed + rank)  # each rank its own synthetic batch
-    step = make_step(args, net, ctx, kv)
+    infer = args.mode == "infer"
+    if infer:
+        predict = make_predict(args, net, ctx)
+    else:
+        step = make_step(args, net, ctx, kv)
     params = count_params(net)
-    flops = training_flops_per_sample(args)
+    flops = forward_flops_per_sample(args) if infer else training_flops_per_sample(args)
     device_name = cpu_name() if args.device == "cpu" else f"GPU {ctx.device_id}"
     emit(
         event="start",
@@ -439,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         precision=args.precision,
         amp_dtype=amp_dtype,
         xla=args.xla,
+        mode=args.mode,
         batch_size=args.batch_size,
         rank=rank,
         world_size=world,
@@ -446,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
         f"mxnet {mx.__version__} {args.model}: {params:,} params, "
-        f"{flops / 1e9:.2f} GFLOPs/sample (train), batch {args.batch_size}, {shape}, "
+        f"{flops / 1e9:.2f} GFLOPs/sample ({args.mode}), batch {args.batch_size}, {shape}, "
         f"{args.precision}{', hybridized' if args.xla else ''}, {args.device} ({device_name}), "
         f"{args.steps} steps",
         flush=True,
@@ -460,6 +526,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
     prev = ready
     for i in range(1, args.steps + 1):
+        if infer:  # predict() returns once the engine is done; no loss
+            predict(args.batch_size)
+            now = time.monotonic()
+            emit(event="step", step=i, time=now, samples=args.batch_size)
+            print(f"step {i}/{args.steps} time {now - prev:.3f}s", flush=True)
+            prev = now
+            continue
         loss_nd = step()
         # The engine is asynchronous: wait for the whole step (update included), then read.
         mx.nd.waitall()
@@ -469,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
              loss=loss if math.isfinite(loss) else None)  # fmt: skip
         print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
         prev = now
+    if args.loadgen_settings and rank == 0:  # the warm-up is done; one LoadGen run per job
+        run_loadgen(args, predict, emit)
     end = time.monotonic()
     emit(event="end", time=end)
     if args.steps:

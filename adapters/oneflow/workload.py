@@ -1,4 +1,4 @@
-"""OneFlow training workload for dlperf: ResNet50-v1.5 or BERT-base pretraining, synthetic data.
+"""OneFlow workload for dlperf: ResNet50-v1.5 or BERT-base, training or inference, synthetic data.
 
 Runs inside the adapter's isolated virtual env and imports only oneflow, numpy (a oneflow
 dependency, used to make the synthetic batch) and the standard library. It follows the dlperf
@@ -12,8 +12,14 @@ Data parallel when oneflow.distributed.launch starts several ranks (RANK / WORLD
 LOCAL_RANK): oneflow.nn.parallel.DistributedDataParallel all-reduces the gradients every step;
 the batch size is per rank, and each rank writes its own events file ("{rank}" in the path).
 
+`--mode infer`: a step is one forward of the model in eval mode under oneflow.no_grad() (with
+--xla an nn.Graph of the forward); each rank runs its own, no DDP. With `--loadgen-settings`
+MLPerf LoadGen then drives the model (adapters/_shared/loadgen_run.py) on rank 0, writing its
+logs to $DLPERF_LOADGEN_DIR.
+
 Usage:
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
+    python workload.py --model resnet50 --mode infer --loadgen-settings '{"scenario": "offline"}'
     python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
 """
 
@@ -303,11 +309,16 @@ def build_model(args: argparse.Namespace) -> nn.Module:
     return BertForPreTraining(BERT_BASE)
 
 
+def forward_flops_per_sample(args: argparse.Namespace) -> float:
+    """One forward (inference): matmul/conv FLOPs only."""
+    if args.model == "resnet50":
+        return resnet50_forward_flops(args.num_classes, args.image_size)
+    return bert_forward_flops(args.seq_len)
+
+
 def training_flops_per_sample(args: argparse.Namespace) -> float:
     """Training FLOPs per sample = 3 x forward (the backward pass costs ~2x the forward)."""
-    if args.model == "resnet50":
-        return 3.0 * resnet50_forward_flops(args.num_classes, args.image_size)
-    return 3.0 * bert_forward_flops(args.seq_len)
+    return 3.0 * forward_flops_per_sample(args)
 
 
 def cpu_name() -> str:
@@ -386,6 +397,35 @@ class DynamicLossScaler:
             self.scale, self.clean_steps = self.scale * 0.5, 0
 
 
+def model_inputs(
+    args: argparse.Namespace, device: flow.device, rng: np.random.RandomState
+) -> tuple[flow.Tensor | None, ...]:
+    """The synthetic batch the model takes, on the device: images, or BERT's token ids, segment
+    ids, positions and attention mask. Drawn first from `rng`, so training and inference see
+    the same inputs for the same seed."""
+    b = args.batch_size
+    if args.model == "resnet50":
+        images_np = rng.standard_normal((b, 3, args.image_size, args.image_size))
+        return (flow.tensor(images_np.astype(np.float32), device=device),)
+    s = args.seq_len
+    input_ids_np = rng.randint(0, BERT_BASE["vocab"], (b, s))
+    token_types_np = np.zeros((b, s), dtype=np.int64)
+    token_types_np[:, s // 2 :] = 1
+    attention_mask_np = np.ones((b, s), dtype=np.int64)
+    position_ids_np = np.broadcast_to(np.arange(s), (b, s)).copy()
+    input_ids, token_types, position_ids = (
+        flow.tensor(a.astype(np.int64), dtype=flow.int64, device=device)
+        for a in (input_ids_np, token_types_np, position_ids_np)
+    )
+    # The mask is all ones, so attention needs none (kept general for a padded batch).
+    attn_mask = None
+    if not attention_mask_np.all():
+        attn_mask = flow.tensor(
+            attention_mask_np[:, None, None, :].astype(np.float32), device=device
+        )
+    return input_ids, token_types, position_ids, attn_mask
+
+
 def make_step(
     args: argparse.Namespace, model: nn.Module, device: flow.device
 ) -> tuple[Callable[[], flow.Tensor], Any]:
@@ -398,8 +438,7 @@ def make_step(
     rng = np.random.RandomState(args.seed)
     b = args.batch_size
     if args.model == "resnet50":
-        images_np = rng.standard_normal((b, 3, args.image_size, args.image_size))
-        images = flow.tensor(images_np.astype(np.float32), device=device)
+        (images,) = model_inputs(args, device, rng)
         labels = flow.tensor(rng.randint(0, args.num_classes, (b,)), dtype=flow.int64,
                              device=device)  # fmt: skip
         optimizer = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
@@ -411,29 +450,17 @@ def make_step(
     else:
         s = args.seq_len
         vocab = BERT_BASE["vocab"]
-        input_ids_np = rng.randint(0, vocab, (b, s))
-        token_types_np = np.zeros((b, s), dtype=np.int64)
-        token_types_np[:, s // 2 :] = 1
-        attention_mask_np = np.ones((b, s), dtype=np.int64)
+        input_ids, token_types, position_ids, attn_mask = model_inputs(args, device, rng)
         # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
         masked = rng.random_sample((b, s)) < 0.15
         masked[:, min(1, s - 1)] = True
         mlm_labels_np = np.where(masked, rng.randint(0, vocab, (b, s)), -100)
         nsp_labels_np = rng.randint(0, 2, (b,))
 
-        def to_dev(a: np.ndarray) -> flow.Tensor:
-            return flow.tensor(a.astype(np.int64), dtype=flow.int64, device=device)
-
-        input_ids, token_types, mlm_labels, nsp_labels = (
-            to_dev(a) for a in (input_ids_np, token_types_np, mlm_labels_np, nsp_labels_np)
+        mlm_labels, nsp_labels = (
+            flow.tensor(a.astype(np.int64), dtype=flow.int64, device=device)
+            for a in (mlm_labels_np, nsp_labels_np)
         )
-        position_ids = to_dev(np.broadcast_to(np.arange(s), (b, s)).copy())
-        # The mask is all ones, so attention needs none (kept general for a padded batch).
-        attn_mask = None
-        if not attention_mask_np.all():
-            attn_mask = flow.tensor(
-                attention_mask_np[:, None, None, :].astype(np.float32), device=device
-            )
         optimizer = flow.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
         mlm_criterion = nn.CrossEntropyLoss(ignore_index=-100)
         nsp_criterion = nn.CrossEntropyLoss()
@@ -500,6 +527,95 @@ def make_step(
     return eager_step, optimizer
 
 
+def make_predict(
+    args: argparse.Namespace, model: nn.Module, device: flow.device
+) -> tuple[Callable[[int], float], Callable[[], str | None]]:
+    """Inference (--mode infer) on make_step's synthetic inputs (same seed, same shapes): the
+    model in eval mode (BatchNorm's running statistics, no dropout) under oneflow.no_grad(),
+    the training's autocast. BERT's forward gives the MLM and NSP logits, no loss.
+
+    predict(n) runs one forward on the first n rows and reads one logit back to the host, so the
+    batch has truly finished when it returns (OneFlow's engine is asynchronous). Grad mode and
+    autocast are per thread, and LoadGen calls predict from its own: predict sets both itself.
+    With --xla the forward is an nn.Graph, which is compiled for fixed shapes: it always gets
+    the full batch (the rows past n are wasted work). check() compares its logits with the eager
+    forward's on the full batch and says why they differ, or None.
+    """
+    inputs = model_inputs(args, device, np.random.RandomState(args.seed))
+    b = args.batch_size
+    model.eval()
+    amp = args.precision == "amp"
+    amp_dtype = flow.float16 if device.type == "cuda" else flow.bfloat16
+
+    def autocast() -> Any:
+        return flow.autocast(device.type, dtype=amp_dtype) if amp else contextlib.nullcontext()
+
+    def eager(n: int) -> Any:
+        with flow.no_grad(), autocast():
+            return model(*(t if t is None or n == b else t[:n] for t in inputs))
+
+    run: Callable[[int], Any] = eager
+    if args.xla:
+
+        class InferGraph(nn.Graph):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+                if amp:
+                    self.config.enable_amp(True)
+
+            def build(self) -> Any:
+                return self.model(*inputs)
+
+        graph = InferGraph()
+
+        def run(n: int) -> Any:
+            return graph()
+
+    def as_tuple(out: Any) -> tuple[flow.Tensor, ...]:
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    def first_logit(out: Any) -> float:
+        logits = as_tuple(out)[0]  # BERT: the MLM logits, made last
+        return float(logits[0, 0].to(flow.float32).item())
+
+    def predict(n: int) -> float:
+        value = first_logit(run(n))
+        if device.type == "cuda":
+            flow.cuda.synchronize()
+        return value
+
+    def check() -> str | None:
+        names = ("MLM logits", "NSP logits") if args.model == "bert" else ("logits",)
+        pairs = zip(names, as_tuple(eager(b)), as_tuple(run(b)), strict=True)
+        for name, want, got in pairs:
+            w, g = (t.to(flow.float32).numpy() for t in (want, got))
+            tol = (2e-2 if amp else 1e-3) * max(1.0, float(np.abs(w).max()))
+            diff = float(np.abs(w - g).max())
+            if not diff <= tol:
+                return (
+                    f"oneflow {flow.__version__} nn.Graph inference gives other {name} than the "
+                    f"eager forward on {args.model} (max abs difference {diff:.3g} > {tol:.3g})"
+                )
+        return None
+
+    return predict, check
+
+
+def run_loadgen(
+    args: argparse.Namespace, predict: Callable[[int], float], emit: Callable[..., None]
+) -> None:
+    """Hand the warmed-up model to MLPerf LoadGen (the shared driver in adapters/_shared),
+    which writes its logs to $DLPERF_LOADGEN_DIR."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+    import loadgen_run
+
+    out_dir = os.environ.get("DLPERF_LOADGEN_DIR", "mlperf-logs")
+    os.makedirs(out_dir, exist_ok=True)
+    loadgen_run.run(json.loads(args.loadgen_settings), out_dir, predict, args.batch_size)
+    emit(event="loadgen", dir=out_dir)
+
+
 def first_weight(model: nn.Module) -> flow.Tensor:
     return next(iter(model.parameters()))
 
@@ -554,10 +670,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="CPU threads (set by the adapter via OMP env)")
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
     args = p.parse_args(argv)
     if args.batch_size < 1 or args.steps < 0:
         p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.loadgen_settings and args.mode != "infer":
+        p.error("--loadgen-settings needs --mode infer")
     if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
         p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
     return args
@@ -617,6 +737,7 @@ def main(argv: list[str] | None = None) -> int:
             events.close()
         return UNSUPPORTED_EXIT
 
+    infer = args.mode == "infer"
     amp_dtype = None
     if args.precision == "amp":
         amp_dtype = "float16" if device.type == "cuda" else "bfloat16"
@@ -628,12 +749,20 @@ def main(argv: list[str] | None = None) -> int:
         problem = amp_problem(device.type)
         if problem:
             return unsupported(problem)
+    if args.xla and world > 1 and infer:
+        # Seen on 2 CPU ranks: rank 1's graph gave other logits than its eager forward (max abs
+        # difference 0.4), rank 0's never returned, and the exit aborted (thread.cpp:71).
+        return unsupported(
+            "oneflow 0.9 nn.Graph in a multi-rank job is one plan over all ranks, not a graph "
+            "per rank: with local tensors it returns wrong logits or hangs; per-rank inference "
+            "graphs would need global tensors placed on each rank alone"
+        )
     if args.xla and world > 1:
         return unsupported(
             "data-parallel oneflow.nn.Graph needs global tensors (to_global); this workload's "
             "data parallelism is eager DistributedDataParallel only"
         )
-    if args.xla:
+    if args.xla and not infer:  # inference checks its graph's logits against eager below
         problem = graph_problem(args, device)
         if problem:
             return unsupported(problem)
@@ -641,13 +770,13 @@ def main(argv: list[str] | None = None) -> int:
     flow.manual_seed(args.seed)  # the same initial weights on every rank
     model = build_model(args).to(device)
     model.train()
-    if world > 1:
+    if world > 1 and not infer:  # inference: each rank runs its own model
         # Broadcasts rank 0's parameters, then all-reduces (averages) the gradients in buckets
         # from backward hooks and broadcasts the BN buffers before each forward, like torch's.
         model = nn.parallel.DistributedDataParallel(model)
         args.seed += rank  # each rank its own synthetic batch
     params = count_params(model)
-    flops = training_flops_per_sample(args)
+    flops = forward_flops_per_sample(args) if infer else training_flops_per_sample(args)
     device_name = cpu_name()
     if device.type == "cuda":
         with contextlib.suppress(Exception):
@@ -669,6 +798,7 @@ def main(argv: list[str] | None = None) -> int:
         precision=args.precision,
         amp_dtype=amp_dtype,
         xla=args.xla,
+        mode=args.mode,
         batch_size=args.batch_size,
         threads=threads,
         tf32=False if device.type == "cuda" else None,
@@ -679,7 +809,7 @@ def main(argv: list[str] | None = None) -> int:
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
         f"oneflow {flow.__version__} {args.model}: {params:,} params, "
-        f"{flops / 1e9:.2f} GFLOPs/sample (train), batch {args.batch_size}, {shape}, "
+        f"{flops / 1e9:.2f} GFLOPs/sample ({args.mode}), batch {args.batch_size}, {shape}, "
         f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
         f"{', nn.Graph' if args.xla else ', eager'}, {device.type} ({device_name}), "
         f"{threads or 'default'} threads, {args.steps} steps",
@@ -689,7 +819,20 @@ def main(argv: list[str] | None = None) -> int:
         print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
               "autocast is emulated and usually much slower than fp32", flush=True)  # fmt: skip
 
-    step, _optimizer = make_step(args, model, device)
+    if infer:
+        predict, check = make_predict(args, model, device)
+        if args.xla:  # compiles the graph (before "ready", as the training's warm-up would)
+            try:
+                problem = check()
+            except Exception as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                problem = f"oneflow.nn.Graph inference fails on {args.model}: "
+                problem = f"{problem}{type(exc).__name__}: {first}"[:500]
+            if problem:
+                return unsupported(problem)
+            print("nn.Graph forward compiled; its logits match the eager forward's", flush=True)
+    else:
+        step, _optimizer = make_step(args, model, device)
 
     def sync() -> None:
         if device.type == "cuda":
@@ -702,6 +845,13 @@ def main(argv: list[str] | None = None) -> int:
 
     prev = ready
     for i in range(1, args.steps + 1):
+        if infer:  # predict() reads a logit back: the batch is done; no loss
+            predict(args.batch_size)
+            now = time.monotonic()
+            emit(event="step", step=i, time=now, samples=args.batch_size)
+            print(f"step {i}/{args.steps} time {now - prev:.3f}s", flush=True)
+            prev = now
+            continue
         try:
             loss_t = step()
         except Exception as exc:
@@ -721,6 +871,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
         prev = now
 
+    if args.loadgen_settings and rank == 0:  # the warm-up is done; one LoadGen run per job
+        run_loadgen(args, predict, emit)
     end = time.monotonic()
     emit(event="end", time=end)
     if args.steps:
