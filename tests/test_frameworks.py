@@ -110,3 +110,32 @@ def test_amp_and_compile_paths_run_or_say_why_not(tmp_path, framework, overrides
         assert start["amp_dtype"] == "bfloat16"
     else:
         assert start["xla"] is True
+
+
+ZOO_SMOKE = ["resnet18", "resnet34", "resnet101", "resnet152", "lstm", "dlrm", "gpt2-small"]
+# Too slow or big for a 2-core CI run (gpt2-xl alone needs ~25 GB to train): described only.
+ZOO_DESCRIBED = ["gpt2-medium", "gpt2-large", "bert-large"]
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("model", ZOO_SMOKE)
+def test_superbench_families_and_dlrm_train_in_pytorch(tmp_path, model):
+    from dlperf.models import MODELS
+
+    spec = resolve_spec("pytorch", model, preset="smoke", overrides={"repeats": 1})
+    result, _ = run_benchmark(spec, tmp_path)
+    assert result.status == ResultStatus.ok, result.warnings
+    assert result.model.params == MODELS[model].params
+    assert result.model.flops_per_sample > 0
+
+
+@pytest.mark.framework
+def test_large_superbench_models_have_the_catalog_parameter_counts():
+    from dlperf.models import MODELS
+
+    env = ensure_env(get_adapter("pytorch").env_spec("cpu"))
+    for model in ZOO_DESCRIBED:
+        spec = resolve_spec("pytorch", model, preset="smoke")
+        argv = [*get_adapter("pytorch").command(spec, str(env.python)).argv, "--describe"]
+        out = subprocess.run(argv, capture_output=True, text=True, env=env.run_env(), check=True)
+        assert json.loads(out.stdout.strip().splitlines()[-1])["params"] == MODELS[model].params

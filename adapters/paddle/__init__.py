@@ -6,14 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import Adapter, Command
-from dlperf.envs import EnvSpec
+from dlperf.adapter import Command, WorkloadScriptAdapter
 from dlperf.schema import BenchmarkSpec
 
-HERE = Path(__file__).parent
-SCRIPT = HERE / "workload.py"
-PYTHON = "3.11"
-VERIFY = "import paddle; print(paddle.__version__)"
 # paddlepaddle-gpu wheels live on Paddle's own index (CUDA 12.6 build); PyPI has the CPU wheel.
 CUDA_INDEX = "https://www.paddlepaddle.org.cn/packages/stable/cu126/"
 
@@ -23,49 +18,30 @@ OPTIONS = {
 }
 
 
-class PaddleAdapter(Adapter):
+class PaddleAdapter(WorkloadScriptAdapter):
     name = "paddle"
     description = (
         "PaddlePaddle dygraph (paddle.jit.to_static with --xla), bf16 autocast on CPU / "
         "fp16 + GradScaler on CUDA"
     )
     models = ("resnet50", "bert")
+    folder = Path(__file__).parent
+    python = "3.11"
+    verify = "import paddle; print(paddle.__version__)"
 
     def option_keys(self, model: str) -> dict[str, str]:
         return OPTIONS
 
-    def env_spec(self, device: str) -> EnvSpec:
-        pip_args: tuple[str, ...] = ()
-        if device == "cuda":
-            pip_args = ("--extra-index-url", CUDA_INDEX)
-        return EnvSpec.from_requirements_file(
-            "paddle", device, PYTHON, HERE / f"requirements-{device}.txt", VERIFY, pip_args=pip_args
-        )
+    def pip_args(self, device: str) -> tuple[str, ...]:
+        return ("--extra-index-url", CUDA_INDEX) if device == "cuda" else ()
 
-    def command(self, spec: BenchmarkSpec, python: str) -> Command:
-        argv = [
-            python,
-            str(SCRIPT),
-            "--model", spec.model,
-            "--batch-size", str(spec.batch_size),
-            "--steps", str(spec.steps),
-            "--precision", spec.precision,
-            "--device", spec.device,
-        ]  # fmt: skip
-        if spec.image_size:
-            argv += ["--image-size", str(spec.image_size)]
-        if spec.seq_len:
-            argv += ["--seq-len", str(spec.seq_len)]
-        if spec.xla:
-            argv.append("--xla")
-        for key, value in sorted(spec.options.items()):
-            argv += [f"--{key.replace('_', '-')}", value]
+    def extra_env(self, spec: BenchmarkSpec) -> dict[str, str]:
         env = {"GLOG_minloglevel": "2"}
         threads = spec.options.get("threads")
         if threads:
             # Paddle's CPU kernels read the thread count from OMP/MKL at import time.
             env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-        return Command(argv, env=env)
+        return env
 
     def node_command(
         self,

@@ -9,6 +9,7 @@ per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
 Usage:
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
     python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
+    python workload.py --model resnet50 --mode infer [--loadgen-settings JSON]  # forward only
 """
 
 from __future__ import annotations
@@ -430,6 +431,60 @@ def make_step(
     return step, optimizer, run_model
 
 
+def make_predict(args: argparse.Namespace, model: nn.Layer, on_gpu: bool) -> Callable[[int], float]:
+    """Inference (--mode infer) on make_step's synthetic inputs (same seed, same shapes): the
+    model in eval mode (BatchNorm's running statistics, no dropout) under paddle.no_grad(),
+    the training's auto_cast and paddle.jit.to_static. BERT's forward gives the MLM and NSP
+    logits, no loss.
+
+    predict(n) runs one forward on the first n rows, synchronises the device and reads one logit
+    back to the host, so the batch has truly finished when it returns.
+    """
+    rng = np.random.RandomState(args.seed)
+    b = args.batch_size
+    if args.model == "resnet50":
+        images = rng.standard_normal((b, 3, args.image_size, args.image_size)).astype("float32")
+        inputs: tuple[paddle.Tensor | None, ...] = (paddle.to_tensor(images),)
+    else:
+        s = args.seq_len
+        input_ids = rng.randint(0, BERT_BASE["vocab"], (b, s)).astype("int64")
+        token_types = np.zeros((b, s), dtype="int64")
+        token_types[:, s // 2 :] = 1
+        inputs = (paddle.to_tensor(input_ids), paddle.to_tensor(token_types), None)  # no mask
+    model.eval()
+    # A static graph is built per input shape, so the converted model always gets the full
+    # batch (the rows past n are wasted work) instead of converting for each batch LoadGen forms.
+    run_model = paddle.jit.to_static(model, full_graph=True) if args.xla else model
+    amp_dtype = "float16" if on_gpu else "bfloat16"
+
+    def predict(n: int) -> float:
+        rows = b if args.xla else n
+        amp = args.precision == "amp"
+        ctx = paddle.amp.auto_cast(level="O1", dtype=amp_dtype) if amp else contextlib.nullcontext()
+        with paddle.no_grad(), ctx:
+            out = run_model(*(t if t is None or rows == b else t[:rows] for t in inputs))
+        if on_gpu:
+            paddle.device.synchronize()
+        return float((out[0] if isinstance(out, (tuple, list)) else out).flatten()[0])
+
+    return predict
+
+
+def run_loadgen(
+    args: argparse.Namespace, predict: Callable[[int], float], emit: Callable[..., None]
+) -> None:
+    """Hand the warmed-up model to MLPerf LoadGen (the shared driver in adapters/_shared),
+    which writes its logs to $DLPERF_LOADGEN_DIR."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, os.pardir, "_shared"))
+    import loadgen_run
+
+    out_dir = os.environ.get("DLPERF_LOADGEN_DIR", "mlperf-logs")
+    os.makedirs(out_dir, exist_ok=True)
+    loadgen_run.run(json.loads(args.loadgen_settings), out_dir, predict, args.batch_size)
+    emit(event="loadgen", dir=out_dir)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--model", choices=("resnet50", "bert"), required=True)
@@ -443,10 +498,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="CPU math library threads")
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
     args = p.parse_args(argv)
     if args.batch_size < 1 or args.steps < 0:
         p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.loadgen_settings and args.mode != "infer":
+        p.error("--loadgen-settings needs --mode infer")
     if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
         p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
     return args
@@ -481,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     # Data parallel when paddle.distributed.launch started several workers.
     world = int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
     rank = int(os.environ.get("PADDLE_TRAINER_ID", "0"))
-    if world > 1 and args.xla:
+    if world > 1 and args.xla and args.mode == "train":
         print("unsupported: --xla (paddle.jit.to_static) with several workers", flush=True)
         return UNSUPPORTED_EXIT
     paddle.set_device(("gpu" if world > 1 else "gpu:0") if on_gpu else "cpu")
@@ -520,11 +579,13 @@ def main(argv: list[str] | None = None) -> int:
     paddle.seed(args.seed)  # the same initial weights on every worker
     model = build_model(args)
     model.train()
-    if world > 1:
+    if world > 1 and args.mode == "train":  # inference: each worker runs its own model
         model = paddle.DataParallel(model)
         args.seed += rank  # each worker its own synthetic batch
     params = count_params(model)
     flops = training_flops_per_sample(args)
+    if args.mode == "infer":
+        flops /= 3.0  # the forward alone: the training count is 3 x forward
     device_name = paddle.device.cuda.get_device_name() if on_gpu else cpu_name()
     native_bf16 = None if on_gpu else cpu_native_bf16()
     threads = args.threads or (int(os.environ["OMP_NUM_THREADS"]) if os.environ.get(
@@ -543,6 +604,7 @@ def main(argv: list[str] | None = None) -> int:
         precision=args.precision,
         amp_dtype=amp_dtype,
         xla=args.xla,
+        mode=args.mode,
         batch_size=args.batch_size,
         rank=rank,
         world_size=world,
@@ -553,14 +615,17 @@ def main(argv: list[str] | None = None) -> int:
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
         f"paddle {paddle.__version__} {args.model}: {params:,} params, "
-        f"{flops / 1e9:.2f} GFLOPs/sample (train), batch {args.batch_size}, {shape}, "
+        f"{flops / 1e9:.2f} GFLOPs/sample ({args.mode}), batch {args.batch_size}, {shape}, "
         f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
         f"{', paddle.jit.to_static' if args.xla else ''}, {args.device} ({device_name}), "
         f"{threads or 'default'} threads, {args.steps} steps",
         flush=True,
     )
 
-    step, _optimizer, _run_model = make_step(args, model, on_gpu)
+    if args.mode == "infer":
+        predict = make_predict(args, model, on_gpu)
+    else:
+        step, _optimizer, _run_model = make_step(args, model, on_gpu)
 
     def sync() -> None:
         if on_gpu:
@@ -574,7 +639,10 @@ def main(argv: list[str] | None = None) -> int:
     prev = ready
     for i in range(1, args.steps + 1):
         try:
-            loss_t = step()
+            if args.mode == "infer":  # predict() returns once the device is done; no loss
+                predict(args.batch_size)
+            else:
+                loss_t = step()
         except Exception as exc:
             if i == 1 and args.xla:  # the graph conversion itself failed: not a crash to time
                 return unsupported(
@@ -582,6 +650,12 @@ def main(argv: list[str] | None = None) -> int:
                     f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
                 )
             raise
+        if args.mode == "infer":
+            now = time.monotonic()
+            emit(event="step", step=i, time=now, samples=args.batch_size)
+            print(f"step {i}/{args.steps} time {now - prev:.3f}s", flush=True)
+            prev = now
+            continue
         sync()
         # float() copies the loss back to the host, so the step has truly finished (on GPU the
         # dygraph engine is asynchronous) before the timestamp is taken.
@@ -592,6 +666,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
         prev = now
 
+    if args.loadgen_settings and rank == 0:  # the warm-up is done; one LoadGen run per job
+        run_loadgen(args, predict, emit)
     end = time.monotonic()
     emit(event="end", time=end)
     if args.steps:

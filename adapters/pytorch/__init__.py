@@ -1,4 +1,5 @@
-"""PyTorch: ResNet50-v1.5 and BERT-base training written with torch.nn, synthetic data."""
+"""PyTorch: ResNet50-v1.5 and BERT-base training written with torch.nn, synthetic data, plus the
+model zoo in zoo.py (GPT-2, BERT-large, LSTM, ResNet18/34/101/152, DLRM)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from dlperf.schema import BenchmarkSpec
 class PyTorchAdapter(WorkloadScriptAdapter):
     name = "pytorch"
     description = "PyTorch eager (torch.compile with --xla), bf16 autocast on CPU / fp16 on CUDA"
-    models = ("resnet50", "bert")
+    models = (
+        "resnet50", "bert",
+        # zoo.py: SuperBench's PyTorch model families and FAMBench's DLRM
+        "gpt2-small", "gpt2-medium", "gpt2-large", "gpt2-xl", "bert-large", "lstm",
+        "resnet18", "resnet34", "resnet101", "resnet152", "dlrm",
+    )  # fmt: skip
     folder = Path(__file__).parent
     python = "3.11"
     verify = "import torch; print(torch.__version__)"

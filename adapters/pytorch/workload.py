@@ -7,6 +7,7 @@ It follows the dlperf events contract: JSON lines written to the file named by $
 Usage:
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
     python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
+    python workload.py --model resnet50 --mode infer [--loadgen-settings JSON]  # forward only
 """
 
 from __future__ import annotations
@@ -262,6 +263,11 @@ def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
 # Workload
 # --------------------------------------------------------------------------------------------
 
+# zoo.py (GPT-2, BERT-large, LSTM, ResNet18/34/101/152, DLRM) builds on the blocks above and
+# imports this module by name: register the running script under it, so it is not loaded twice.
+sys.modules.setdefault("workload", sys.modules[__name__])
+import zoo  # noqa: E402
+
 
 def count_params(model: nn.Module) -> int:
     """Unique parameters: model.parameters() already yields a shared (tied) tensor once."""
@@ -269,6 +275,8 @@ def count_params(model: nn.Module) -> int:
 
 
 def build_model(args: argparse.Namespace) -> nn.Module:
+    if args.model in zoo.MODELS:
+        return zoo.build(args)
     if args.model == "resnet50":
         return ResNet50(args.num_classes)
     return BertForPreTraining(BERT_BASE)
@@ -277,6 +285,8 @@ def build_model(args: argparse.Namespace) -> nn.Module:
 def training_flops_per_sample(args: argparse.Namespace) -> float:
     """Training FLOPs per sample = 3 x forward (the backward pass costs ~2x the forward:
     gradients with respect to both activations and weights). Only matmul/conv FLOPs count."""
+    if args.model in zoo.MODELS:
+        return zoo.training_flops(args)
     if args.model == "resnet50":
         return 3.0 * resnet50_forward_flops(args.num_classes, args.image_size)
     return 3.0 * bert_forward_flops(args.seq_len)
@@ -312,7 +322,9 @@ def make_step(
     """
     g = torch.Generator(device="cpu").manual_seed(args.seed)
     b = args.batch_size
-    if args.model == "resnet50":
+    if args.model in zoo.TASKS:  # its own data, loss and optimizer (bert-large: BERT's below)
+        loss_fn, optimizer = zoo.make_task(args, model, device)
+    elif args.model == "resnet50":
         images = torch.randn(b, 3, args.image_size, args.image_size, generator=g).to(device)
         labels = torch.randint(0, args.num_classes, (b,), generator=g).to(device)
         optimizer: torch.optim.Optimizer = torch.optim.SGD(
@@ -377,9 +389,67 @@ def make_step(
     return step, optimizer, run_model
 
 
+def make_predict(
+    args: argparse.Namespace, model: nn.Module, device: torch.device
+) -> Callable[[int], float]:
+    """Inference (--mode infer) on make_step's synthetic inputs (same seed, same shapes): the
+    model in eval mode (BatchNorm's running statistics, no dropout), no autograd, the training's
+    autocast and torch.compile. BERT's forward gives the MLM and NSP logits, no loss.
+
+    predict(n) runs one forward on the first n rows, synchronises the device and reads one logit
+    back to the host, so the batch has truly finished when it returns.
+    """
+    g = torch.Generator(device="cpu").manual_seed(args.seed)
+    b = args.batch_size
+    if args.model in zoo.TASKS:  # batch first; bert-large takes BERT's below
+        inputs = zoo.make_inputs(args, device)
+    elif args.model == "resnet50":
+        inputs: tuple[torch.Tensor | None, ...] = (
+            torch.randn(b, 3, args.image_size, args.image_size, generator=g).to(device),
+        )
+    else:
+        s = args.seq_len
+        input_ids = torch.randint(0, BERT_BASE["vocab"], (b, s), generator=g)
+        token_types = torch.zeros(b, s, dtype=torch.long)
+        token_types[:, s // 2 :] = 1
+        inputs = (input_ids.to(device), token_types.to(device), None)  # all-ones mask: none
+    model.eval()
+    # torch.compile specialises on shapes, so the compiled model always gets the full batch
+    # (the rows past n are wasted work) instead of recompiling for each batch LoadGen forms.
+    run_model = torch.compile(model) if args.xla else model
+    amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
+
+    def predict(n: int) -> float:
+        rows = b if args.xla else n
+        amp = args.precision == "amp"
+        ctx = torch.autocast(device.type, dtype=amp_dtype) if amp else contextlib.nullcontext()
+        with torch.inference_mode(), ctx:
+            out = run_model(*(t if t is None or rows == b else t[:rows] for t in inputs))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return (out[0] if isinstance(out, tuple) else out).reshape(-1)[0].item()
+
+    return predict
+
+
+def run_loadgen(
+    args: argparse.Namespace, predict: Callable[[int], float], emit: Callable[..., None]
+) -> None:
+    """Hand the warmed-up model to MLPerf LoadGen (the shared driver in adapters/_shared),
+    which writes its logs to $DLPERF_LOADGEN_DIR."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, os.pardir, "_shared"))
+    import loadgen_run
+
+    out_dir = os.environ.get("DLPERF_LOADGEN_DIR", "mlperf-logs")
+    os.makedirs(out_dir, exist_ok=True)
+    loadgen_run.run(json.loads(args.loadgen_settings), out_dir, predict, args.batch_size)
+    emit(event="loadgen", dir=out_dir)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--model", choices=("resnet50", "bert"), required=True)
+    p.add_argument("--model", choices=("resnet50", "bert", *zoo.MODELS), required=True)
     p.add_argument("--batch-size", type=int, default=1)
     p.add_argument("--steps", type=int, default=1)
     p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
@@ -390,10 +460,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="torch.set_num_threads(N)")
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
     args = p.parse_args(argv)
     if args.batch_size < 1 or args.steps < 0:
         p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.loadgen_settings and args.mode != "infer":
+        p.error("--loadgen-settings needs --mode infer")
+    if args.model in zoo.MODELS and (problem := zoo.check_args(args)):
+        p.error(problem)
     if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
         p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
     return args
@@ -457,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = build_model(args).to(device)
     model.train()
-    if world > 1:
+    if world > 1 and args.mode == "train":  # inference: each rank runs its own model
         from torch.nn.parallel import DistributedDataParallel
 
         model = DistributedDataParallel(
@@ -466,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
         args.seed += rank  # each rank its own synthetic batch
     params = count_params(model)
     flops = training_flops_per_sample(args)
+    if args.mode == "infer":
+        flops /= 3.0  # the forward alone: the training count is 3 x forward
     amp_dtype = None
     if args.precision == "amp":
         amp_dtype = "float16" if device.type == "cuda" else "bfloat16"
@@ -485,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         precision=args.precision,
         amp_dtype=amp_dtype,
         xla=args.xla,
+        mode=args.mode,
         batch_size=args.batch_size,
         threads=torch.get_num_threads(),
         tf32=False if device.type == "cuda" else None,
@@ -493,10 +572,11 @@ def main(argv: list[str] | None = None) -> int:
         rank=rank,
         world_size=world,
     )
-    shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
+    image = args.model.startswith("resnet")
+    shape = f"image {args.image_size}" if image else f"seq_len {args.seq_len}"
     print(
         f"pytorch {torch.__version__} {args.model}: {params:,} params, "
-        f"{flops / 1e9:.2f} GFLOPs/sample (train), batch {args.batch_size}, {shape}, "
+        f"{flops / 1e9:.2f} GFLOPs/sample ({args.mode}), batch {args.batch_size}, {shape}, "
         f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
         f"{', torch.compile' if args.xla else ''}, {device.type} ({device_name}), "
         f"{torch.get_num_threads()} threads, {args.steps} steps",
@@ -507,7 +587,10 @@ def main(argv: list[str] | None = None) -> int:
         print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
               "autocast is emulated and usually much slower than fp32", flush=True)  # fmt: skip
 
-    step, _optimizer, _run_model = make_step(args, model, device)
+    if args.mode == "infer":
+        predict = make_predict(args, model, device)
+    else:
+        step, _optimizer, _run_model = make_step(args, model, device)
 
     def sync() -> None:
         if device.type == "cuda":
@@ -520,6 +603,13 @@ def main(argv: list[str] | None = None) -> int:
 
     prev = ready
     for i in range(1, args.steps + 1):
+        if args.mode == "infer":  # predict() returns once the device is done; no loss
+            predict(args.batch_size)
+            now = time.monotonic()
+            emit(event="step", step=i, time=now, samples=args.batch_size)
+            print(f"step {i}/{args.steps} time {now - prev:.3f}s", flush=True)
+            prev = now
+            continue
         loss_t = step()
         sync()
         # .item() copies the loss back to the host, so the step has truly finished (on CPU it
@@ -531,6 +621,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
         prev = now
 
+    if args.loadgen_settings and rank == 0:  # the warm-up is done; one LoadGen run per job
+        run_loadgen(args, predict, emit)
     end = time.monotonic()
     emit(event="end", time=end)
     if world > 1:

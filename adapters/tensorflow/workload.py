@@ -7,6 +7,7 @@ workload; follows the dlperf events contract ($DLPERF_EVENTS: start, ready, step
 
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
     python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
+    python workload.py --model resnet50 --mode infer [--loadgen-settings JSON]  # forward only
 """
 
 from __future__ import annotations
@@ -153,8 +154,14 @@ class BertForPreTraining(keras.Model):
         self.mlm_norm = layers.LayerNormalization(epsilon=LN_EPS)
 
     def build(self, input_shape) -> None:
+        # autocast=False: under a mixed policy Keras would hand call() a bf16/fp16 copy, which
+        # cannot be added to the float32 logits.
         self.mlm_bias = self.add_weight(
-            shape=(self.vocab,), initializer="zeros", name="mlm_bias", dtype="float32"
+            shape=(self.vocab,),
+            initializer="zeros",
+            name="mlm_bias",
+            dtype="float32",
+            autocast=False,
         )
         super().build(input_shape)
 
@@ -294,6 +301,47 @@ def make_step(args: argparse.Namespace, model: keras.Model, data, device: str, s
     return distributed_step
 
 
+def make_predict(args: argparse.Namespace, model: keras.Model, data, device: str):
+    """Inference (--mode infer) on make_data's synthetic inputs: the model called with
+    training=False (BatchNorm's moving statistics, no dropout) in a tf.function, XLA-compiled
+    with --xla, no gradient tape; --precision amp keeps training's mixed-precision policy.
+    BERT's forward gives the MLM and NSP logits, no loss.
+
+    predict(n) runs one forward on the first n rows and reads one logit back to the host, so
+    the device has finished when it returns.
+    """
+    b = args.batch_size
+    inputs = data[0] if args.model == "resnet50" else (data[0], data[1])
+    # One shape-generic trace (reduce_retracing) serves every batch size LoadGen forms; XLA
+    # compiles per shape, so there the full batch always runs (the rows past n are wasted work).
+    forward = tf.function(
+        lambda x: model(x, training=False), jit_compile=args.xla, reduce_retracing=True
+    )
+
+    def predict(n: int) -> float:
+        rows = b if args.xla else n
+        x = inputs if rows == b else tf.nest.map_structure(lambda t: t[:rows], inputs)
+        with tf.device(f"/{device}:0"):
+            out = forward(x)
+        logits = out[0] if isinstance(out, (tuple, list)) else out
+        return float(tf.reshape(logits, [-1])[0].numpy())
+
+    return predict
+
+
+def run_loadgen(args: argparse.Namespace, predict, emit) -> None:
+    """Hand the warmed-up model to MLPerf LoadGen (the shared driver in adapters/_shared),
+    which writes its logs to $DLPERF_LOADGEN_DIR."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, os.pardir, "_shared"))
+    import loadgen_run
+
+    out_dir = os.environ.get("DLPERF_LOADGEN_DIR", "mlperf-logs")
+    os.makedirs(out_dir, exist_ok=True)
+    loadgen_run.run(json.loads(args.loadgen_settings), out_dir, predict, args.batch_size)
+    emit(event="loadgen", dir=out_dir)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--model", choices=("resnet50", "bert"), required=True)
@@ -307,10 +355,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="intra-op threads")
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
     args = p.parse_args(argv)
     if args.batch_size < 1 or args.steps < 0:
         p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.loadgen_settings and args.mode != "infer":
+        p.error("--loadgen-settings needs --mode infer")
     if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
         p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
     return args
@@ -330,8 +382,9 @@ def main(argv: list[str] | None = None) -> int:
         cluster = json.loads(os.environ["TF_CONFIG"])
         world = len(cluster["cluster"]["worker"])
         rank = int(cluster["task"]["index"])
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        replicas = strategy.num_replicas_in_sync // world
+        if args.mode == "train":  # inference: each worker runs its own model on one device
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+            replicas = strategy.num_replicas_in_sync // world
     path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank * replicas))
     events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
 
@@ -373,9 +426,14 @@ def main(argv: list[str] | None = None) -> int:
         model = build_model(args)
         args.seed += rank  # each worker its own synthetic batch
         data = make_data(args)
-        step = make_step(args, model, data, device, strategy)
+        if args.mode == "infer":
+            predict = make_predict(args, model, data, device)
+        else:
+            step = make_step(args, model, data, device, strategy)
     params = count_params(model)
     flops = training_flops_per_sample(args)
+    if args.mode == "infer":
+        flops /= 3.0  # the forward alone: the training count is 3 x forward
     device_name = cpu_name()
     if device == "gpu":
         details = tf.config.experimental.get_device_details(gpus[0])
@@ -393,15 +451,16 @@ def main(argv: list[str] | None = None) -> int:
         precision=args.precision,
         amp_dtype=amp_dtype,
         xla=args.xla,
+        mode=args.mode,
         batch_size=args.batch_size,
         keras_version=keras.__version__,
         rank=rank,
-        world_size=strategy.num_replicas_in_sync if strategy else 1,
+        world_size=strategy.num_replicas_in_sync if strategy else world,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
         f"tensorflow {tf.__version__} (keras {keras.__version__}) {args.model}: {params:,} "
-        f"params, {flops / 1e9:.2f} GFLOPs/sample (train), batch {args.batch_size}, {shape}, "
+        f"params, {flops / 1e9:.2f} GFLOPs/sample ({args.mode}), batch {args.batch_size}, {shape}, "
         f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
         f"{', XLA' if args.xla else ''}, {args.device} ({device_name}), {args.steps} steps",
         flush=True,
@@ -411,6 +470,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
     prev = ready
     for i in range(1, args.steps + 1):
+        if args.mode == "infer":  # predict() returns once the device is done; no loss
+            predict(args.batch_size)
+            now = time.monotonic()
+            emit(event="step", step=i, time=now, samples=args.batch_size)
+            print(f"step {i}/{args.steps} time {now - prev:.3f}s", flush=True)
+            prev = now
+            continue
         if strategy is not None:
             loss_t = step()
         else:
@@ -423,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
              loss=loss if math.isfinite(loss) else None)  # fmt: skip
         print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
         prev = now
+    if args.loadgen_settings and rank == 0:  # the warm-up is done; one LoadGen run per job
+        run_loadgen(args, predict, emit)
     end = time.monotonic()
     emit(event="end", time=end)
     if args.steps:
