@@ -21,7 +21,9 @@ def test_a_check_passes_only_when_params_and_flops_agree():
 
 @pytest.mark.framework
 def test_every_framework_builds_the_same_models():
-    checks = check_models()
+    # The models all five frameworks have (PyTorch's SuperBench families are checked in
+    # test_frameworks.py).
+    checks = check_models(models=["resnet50", "bert"])
     frameworks = {c.framework for c in checks}
     assert frameworks == {"pytorch", "tensorflow", "paddle", "mxnet", "oneflow"}
     bad = [
