@@ -70,6 +70,7 @@ from micro_common import (  # noqa: E402
     cpu_name,
     cpu_native_bf16,
     element_size,
+    parse_args,
     shape_text,
 )
 
@@ -197,36 +198,9 @@ def embeddingbag_step(
 # --------------------------------------------------------------------------------------------
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--model", choices=("linear", "embeddingbag"), required=True)
-    p.add_argument("--batch-size", type=int, default=256)
-    p.add_argument("--steps", type=int, default=1)
-    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--mode", choices=("train", "infer"), default="train")
-    p.add_argument("--threads", type=int, help="torch.set_num_threads(N)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--in-features", type=int, default=1024, help="linear: first layer's input")
-    p.add_argument("--out-features", type=int, default=1024, help="linear: every layer's output")
-    p.add_argument("--layers", type=int, default=4, help="linear: how many Linear layers")
-    p.add_argument("--num-embeddings", type=int, default=4_800_000, help="embeddingbag: rows")
-    p.add_argument("--embedding-dim", type=int, default=56, help="embeddingbag: row width")
-    p.add_argument("--bag-size", type=int, default=34, help="embeddingbag: rows per sample")
-    p.add_argument("--describe", action="store_true", help="print params/FLOPs/bytes and exit")
-    args = p.parse_args(argv)
-    if args.batch_size < 1 or args.steps < 0:
-        p.error("--batch-size must be >= 1 and --steps >= 0")
-    sizes = (args.in_features, args.out_features, args.layers, args.num_embeddings,
-             args.embedding_dim, args.bag_size)  # fmt: skip
-    if min(sizes) < 1:
-        p.error("shapes (--in-features ... --bag-size) must be >= 1")
-    return args
-
-
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
-    args = parse_args(argv)
+    args = parse_args(argv, __doc__, threads_help="torch.set_num_threads(N)")
     if args.threads:
         torch.set_num_threads(args.threads)
 
