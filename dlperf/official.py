@@ -92,11 +92,8 @@ class OfficialAdapter(Adapter):
         )
 
     def command(self, spec: BenchmarkSpec, python: str) -> Command:
-        node = self.plan(spec, python).nodes[0]
-        if self.out_dir:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-        env = {**OFFICIAL_ENV, **node.env}
-        return Command(list(node.argv), env=env, cwd=Path(node.cwd))
+        (node,) = self.job_commands(spec, python, ["localhost"], DEFAULT_MASTER_PORT)
+        return Command(list(node.argv), env=node.env, cwd=Path(node.cwd))
 
     def job_commands(
         self,
