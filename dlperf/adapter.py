@@ -41,6 +41,13 @@ class Adapter(ABC):
         """`--set KEY=VALUE` keys this adapter accepts for `model`, with one-line help."""
         return {}
 
+    def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
+        """The framework's own best-practice settings for `spec` (its device, model, precision,
+        mode and compiler): each a `--set` key (listed in `option_keys`) with its value here.
+        They are stored in `spec.practice`, shown beside every number, and a `--set` of the
+        same key overrides one for an ablation."""
+        return {}
+
     @abstractmethod
     def env_spec(self, device: str) -> EnvSpec | None:
         """The isolated environment for `device`; None runs the host interpreter (stdlib only)."""
@@ -111,6 +118,9 @@ class WorkloadScriptAdapter(Adapter):
     folder: Path  # the adapter's folder: workload.py and requirements-<variant>.txt live there
     python: str  # the framework's Python version, e.g. "3.11"
     verify: str  # code that prints the framework version inside the env
+    # Code that exits non-zero, printing why on its last line, when the framework in an
+    # interpreter cannot use an NVIDIA GPU (checked before a --device cuda run with --python).
+    cuda_check: str = ""
 
     @property
     def micro_models(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -156,7 +166,7 @@ class WorkloadScriptAdapter(Adapter):
         if spec.xla:
             argv.append("--xla")
         argv += mode_args(spec)
-        for key, value in sorted(spec.options.items()):
+        for key, value in sorted({**spec.options, **spec.practice}.items()):
             argv += [f"--{key.replace('_', '-')}", value]
         return Command(argv, env=self.extra_env(spec))
 

@@ -123,8 +123,35 @@ def resolve_spec(
             f"{'.'.join(str(x) for x in e['loc']) or 'spec'}: {e['msg']}" for e in exc.errors()
         )
         raise DlperfError(f"invalid benchmark settings: {problems}") from None
+    spec = with_practice(adapter, spec)
     check_spec(adapter, spec)
     return spec
+
+
+def cpu_budget() -> int:
+    """The CPUs this process may run on (its affinity, else every CPU): every framework's
+    default thread budget on a CPU, so none gets more cores than another."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def with_practice(adapter: Adapter, spec: BenchmarkSpec) -> BenchmarkSpec:
+    """`spec` with the framework's best-practice settings (a `--set` of the same key wins) and,
+    for a one-rank CPU run, the common thread budget, all named in the spec."""
+    if spec.impl != "ootb":
+        return spec
+    defaults = adapter.practice(spec)
+    options = {k: v for k, v in spec.options.items() if k not in defaults}
+    practice = {**defaults, **{k: v for k, v in spec.options.items() if k in defaults}}
+    if (
+        spec.device == "cpu"
+        and spec.world_size == 1  # several ranks split the host's cores among themselves
+        and "threads" in adapter.option_keys(spec.model)
+    ):
+        options.setdefault("threads", str(cpu_budget()))
+    return spec.model_copy(update={"options": options, "practice": practice})
 
 
 def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
@@ -145,7 +172,7 @@ def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
         known = {**MICRO_COMMON, **MICRO_OPTIONS[spec.model]}
     else:
         known = adapter.option_keys(spec.model)
-    unknown = sorted(set(spec.options) - set(known))
+    unknown = sorted((set(spec.options) | set(spec.practice)) - set(known))
     if unknown:
         valid = ", ".join(sorted(known)) or "(none)"
         raise DlperfError(

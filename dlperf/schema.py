@@ -8,7 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION = 2  # 2: spec.source, result.source and result.origin (official implementations)
+# 2: spec.source, result.source and result.origin (official implementations)
+# 3: spec.practice, the environment's kind / interpreter / distributions digest, each repeat's
+#    env_digest and machine load (all optional: a version-2 file upgrades unchanged)
+SCHEMA_VERSION = 3
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
@@ -50,6 +53,10 @@ class BenchmarkSpec(_Frozen):
     measure: int = Field(100, ge=1)
     repeats: int = Field(7, ge=1)
     options: dict[str, str] = Field(default_factory=dict)
+    # The framework's best-practice settings as run (defaults for the device and model, then
+    # `--set` overrides): named so a reader sees which settings produced a number. Frameworks
+    # name them differently, so the cross-framework table compares across them.
+    practice: dict[str, str] = Field(default_factory=dict)
     source: str | None = None  # the manifest of an official implementation (impl "official")
     scenario: str | None = None  # MLPerf LoadGen scenario (inference only)
     loadgen: dict[str, float] = Field(default_factory=dict)  # LOADGEN_SETTINGS given
@@ -146,6 +153,7 @@ class BenchmarkSpec(_Frozen):
         if self.seq_len:
             parts.append(f"seq{self.seq_len}")
         parts += [f"{k}={v}" for k, v in sorted(self.options.items())]
+        parts += [f"{k}={v}" for k, v in sorted(self.practice.items())]
         if self.scenario:
             parts.append(f"lg-{self.scenario}")
             parts += [f"{k}={v:g}" for k, v in sorted(self.loadgen.items())]
@@ -204,6 +212,20 @@ class LoadGenRun(_Frozen):
     log_dir: str | None = None
 
 
+class MachineLoad(_Frozen):
+    """What else the machine did while a repeat ran (this host; a remote node's is not seen)."""
+
+    cpu_count: int
+    wall_s: float
+    # CPU seconds used by processes other than dlperf and the repeat's own processes, and that
+    # as a share of the whole machine (cpu_count x wall): 0.5 = half of every core was taken.
+    other_cpu_s: float
+    other_share: float
+    load1_start: float | None = None
+    load1_end: float | None = None
+    steal_s: float | None = None  # a VM's CPU time taken by its hypervisor
+
+
 class Repeat(_Frozen):
     index: int
     status: RepeatStatus
@@ -224,6 +246,10 @@ class Repeat(_Frozen):
     log_tail: str = ""
     warnings: list[str] = Field(default_factory=list)
     workload: dict[str, Any] = Field(default_factory=dict)
+    # The installed distributions of the interpreter that ran it (see Environment): repeats
+    # with different digests are never pooled into one median.
+    env_digest: str | None = None
+    machine_load: MachineLoad | None = None
 
     @model_validator(mode="after")
     def _ok_has_number(self) -> Repeat:
@@ -279,6 +305,11 @@ class Environment(_Frozen):
     python: str | None = None  # the workload's interpreter
     framework_version: str | None = None
     env_name: str | None = None
+    # "built": a venv dlperf made from pinned requirements; "adopted": the user's own
+    # interpreter (--python), measured as it is; None: the host interpreter (calibration)
+    env_kind: str | None = None
+    interpreter: str | None = None
+    dists_digest: str | None = None  # sha256 of the sorted name==version of every distribution
     cpu: str | None = None
     cpu_count: int | None = None
     gpu: str | None = None

@@ -54,6 +54,8 @@ def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:
     # Upgrades chain here, one version at a time.
     if version == 1:  # 2 only added optional fields (spec.source, source, origin)
         data = {**data, "schema_version": 2}
+    if data["schema_version"] == 2:  # 3 only added optional fields (practice, env kind, load)
+        data = {**data, "schema_version": 3}
     return data
 
 

@@ -33,7 +33,7 @@ def test_paced_run_reports_the_true_throughput(tmp_path):
     for r in result.repeats:  # the host's own clock on the step log lines agrees
         assert r.observed_elapsed_s == pytest.approx(r.window.elapsed_s, abs=0.05)
     stored = json.loads(path.read_text())
-    assert stored["schema_version"] == 2
+    assert stored["schema_version"] == 3
     assert stored["spec"]["framework"] == "calibration"
     assert stored["metrics"]["throughput"]["median"] == pytest.approx(500.0, rel=0.01)
     assert [r["status"] for r in stored["repeats"]] == ["ok", "ok"]

@@ -149,6 +149,8 @@ BERT_BASE = {
 }
 LN_EPS = 1e-12
 DROPOUT = 0.1
+# --sdpa 0 writes attention out as softmax(Q K^T / sqrt(d)) V (the same math, no fused kernel).
+USE_SDPA = True
 
 
 class SelfAttention(nn.Module):
@@ -165,13 +167,15 @@ class SelfAttention(nn.Module):
         def split(t: torch.Tensor) -> torch.Tensor:  # [B, S, H] -> [B, heads, S, H/heads]
             return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
 
-        ctx = F.scaled_dot_product_attention(
-            split(self.query(x)),
-            split(self.key(x)),
-            split(self.value(x)),
-            attn_mask=attn_mask,
-            dropout_p=DROPOUT if self.training else 0.0,
-        )
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        p = DROPOUT if self.training else 0.0
+        if USE_SDPA:
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
+        else:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if attn_mask is not None:
+                scores = scores.masked_fill(~attn_mask, float("-inf"))
+            ctx = F.dropout(scores.softmax(-1), p, self.training) @ v
         return ctx.transpose(1, 2).reshape(b, s, h)
 
 
@@ -312,6 +316,42 @@ def cpu_native_bf16() -> bool | None:
     return None
 
 
+# What the best-practice flags really did here (the installed torch may lack a fused kernel):
+# reported in the start event and the log.
+APPLIED: dict[str, object] = {}
+
+
+def make_optimizer(
+    cls: type[torch.optim.Optimizer], params: Any, args: argparse.Namespace, **kw: Any
+) -> torch.optim.Optimizer:
+    """`cls(params, **kw)` in its fastest form when --fused-optimizer 1: fused=True where this
+    torch has a fused kernel for the device (AdamW since 2.0, SGD since 2.2 on CUDA; both on CPU
+    since 2.4), else foreach=True (one multi-tensor kernel per group of parameters); 0: torch's
+    own default (foreach on CUDA, the per-parameter loop on a CPU)."""
+    params = list(params)
+    if not args.fused_optimizer:
+        APPLIED["fused_optimizer"] = "torch default"
+        return cls(params, **kw)
+    with contextlib.suppress(TypeError, RuntimeError, ValueError):
+        optimizer = cls(params, fused=True, **kw)
+        APPLIED["fused_optimizer"] = "fused"
+        return optimizer
+    APPLIED["fused_optimizer"] = "foreach (no fused kernel in this torch for this device)"
+    return cls(params, foreach=True, **kw)
+
+
+def to_memory_format(args: argparse.Namespace, *tensors: Any) -> tuple[Any, ...]:
+    """Images (4-D tensors) in channels_last when --channels-last 1; everything else as is."""
+    if not args.channels_last:
+        return tensors
+    return tuple(
+        t.contiguous(memory_format=torch.channels_last)
+        if isinstance(t, torch.Tensor) and t.dim() == 4
+        else t
+        for t in tensors
+    )
+
+
 def make_step(
     args: argparse.Namespace, model: nn.Module, device: torch.device
 ) -> tuple[Callable[[], torch.Tensor], torch.optim.Optimizer, torch.nn.Module]:
@@ -326,9 +366,10 @@ def make_step(
         loss_fn, optimizer = zoo.make_task(args, model, device)
     elif args.model == "resnet50":
         images = torch.randn(b, 3, args.image_size, args.image_size, generator=g).to(device)
+        (images,) = to_memory_format(args, images)
         labels = torch.randint(0, args.num_classes, (b,), generator=g).to(device)
-        optimizer: torch.optim.Optimizer = torch.optim.SGD(
-            model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4
+        optimizer: torch.optim.Optimizer = make_optimizer(
+            torch.optim.SGD, model.parameters(), args, lr=0.1, momentum=0.9, weight_decay=1e-4
         )
 
         def loss_fn(m: nn.Module) -> torch.Tensor:
@@ -354,7 +395,9 @@ def make_step(
         attn_mask = None
         if not bool(attention_mask.all()):
             attn_mask = attention_mask.bool()[:, None, None, :].to(device)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+        optimizer = make_optimizer(
+            torch.optim.AdamW, model.parameters(), args, lr=1e-4, weight_decay=0.01
+        )
 
         def loss_fn(m: nn.Module) -> torch.Tensor:
             mlm_logits, nsp_logits = m(input_ids, token_types, attn_mask)
@@ -402,11 +445,12 @@ def make_predict(
     g = torch.Generator(device="cpu").manual_seed(args.seed)
     b = args.batch_size
     if args.model in zoo.TASKS:  # batch first; bert-large takes BERT's below
-        inputs = zoo.make_inputs(args, device)
+        inputs = to_memory_format(args, *zoo.make_inputs(args, device))
     elif args.model == "resnet50":
         inputs: tuple[torch.Tensor | None, ...] = (
             torch.randn(b, 3, args.image_size, args.image_size, generator=g).to(device),
         )
+        inputs = to_memory_format(args, *inputs)
     else:
         s = args.seq_len
         input_ids = torch.randint(0, BERT_BASE["vocab"], (b, s), generator=g)
@@ -460,6 +504,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="torch.set_num_threads(N)")
+    # Best practice, each switchable (the adapter passes its defaults for the device and model):
+    flag = {"type": int, "choices": (0, 1), "default": 0}
+    p.add_argument("--channels-last", **flag, help="channels_last (NHWC) model and images")
+    p.add_argument("--fused-optimizer", **flag, help="fused (else foreach) optimizer kernels")
+    p.add_argument("--cudnn-benchmark", **flag, help="torch.backends.cudnn.benchmark")
+    p.add_argument("--sdpa", type=int, choices=(0, 1), default=1, help="BERT attention: SDPA")
     p.add_argument("--mode", choices=("train", "infer"), default="train")
     p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
@@ -519,7 +569,9 @@ def main(argv: list[str] | None = None) -> int:
         # shapes, as every reference training script does.
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.benchmark = bool(args.cudnn_benchmark)
+    global USE_SDPA
+    USE_SDPA = bool(args.sdpa)
 
     # One events file per rank: the runner gives a path with "{rank}" in it for multi-rank jobs.
     path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
@@ -532,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = build_model(args).to(device)
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
     model.train()
     if world > 1 and args.mode == "train":  # inference: each rank runs its own model
         from torch.nn.parallel import DistributedDataParallel
@@ -549,6 +603,15 @@ def main(argv: list[str] | None = None) -> int:
         amp_dtype = "float16" if device.type == "cuda" else "bfloat16"
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     native_bf16 = cpu_native_bf16() if device.type == "cpu" else None
+    if args.mode == "infer":
+        predict = make_predict(args, model, device)
+    else:
+        step, _optimizer, _run_model = make_step(args, model, device)
+    APPLIED["channels_last"] = bool(args.channels_last)
+    if device.type == "cuda":
+        APPLIED["cudnn_benchmark"] = torch.backends.cudnn.benchmark
+    if args.model in ("bert", "bert-large"):
+        APPLIED["sdpa"] = USE_SDPA
 
     emit(
         event="start",
@@ -571,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu_native_bf16=native_bf16,
         rank=rank,
         world_size=world,
+        practice=APPLIED,
     )
     image = args.model.startswith("resnet")
     shape = f"image {args.image_size}" if image else f"seq_len {args.seq_len}"
@@ -582,15 +646,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{torch.get_num_threads()} threads, {args.steps} steps",
         flush=True,
     )
+    print("best practice: " + ", ".join(f"{k} {v}" for k, v in sorted(APPLIED.items())),
+          flush=True)  # fmt: skip
 
     if amp_dtype == "bfloat16" and native_bf16 is False:
         print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
               "autocast is emulated and usually much slower than fp32", flush=True)  # fmt: skip
-
-    if args.mode == "infer":
-        predict = make_predict(args, model, device)
-    else:
-        step, _optimizer, _run_model = make_step(args, model, device)
 
     def sync() -> None:
         if device.type == "cuda":

@@ -457,12 +457,12 @@ def make_task(
     whole synthetic batch through m (the model, or its DDP / torch.compile wrapper) and returns
     the loss, not yet read back; the optimizer is the family's."""
     g = torch.Generator(device="cpu").manual_seed(args.seed)
-    inputs = make_inputs(args, device, g)
+    inputs = wl.to_memory_format(args, *make_inputs(args, device, g))
     b = args.batch_size
     params = model.parameters()
     if args.model in GPT2_SIZES:
         (ids,) = inputs
-        optimizer: torch.optim.Optimizer = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01)
+        optimizer = wl.make_optimizer(torch.optim.AdamW, params, args, lr=1e-4, weight_decay=0.01)
 
         def loss_fn(m: nn.Module) -> torch.Tensor:  # next-token prediction at every position
             logits = m(ids)
@@ -472,7 +472,7 @@ def make_task(
     if args.model == "dlrm":
         clicks = torch.randint(0, 2, (b,), generator=g).float().to(device)
         # Plain SGD, as dlrm: it takes the embedding tables' sparse gradients as they are.
-        optimizer = torch.optim.SGD(params, lr=0.01)
+        optimizer = wl.make_optimizer(torch.optim.SGD, params, args, lr=0.01)
 
         def bce(m: nn.Module) -> torch.Tensor:
             return F.binary_cross_entropy_with_logits(m(*inputs).float(), clicks)
@@ -482,9 +482,13 @@ def make_task(
     classes = LSTM_CLASSES if args.model == "lstm" else args.num_classes
     labels = torch.randint(0, classes, (b,), generator=g).to(device)
     if args.model == "lstm":
-        optimizer = torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-4, nesterov=True)
+        optimizer = wl.make_optimizer(
+            torch.optim.SGD, params, args, lr=0.01, momentum=0.9, weight_decay=1e-4, nesterov=True
+        )
     else:
-        optimizer = torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-4)
+        optimizer = wl.make_optimizer(
+            torch.optim.SGD, params, args, lr=0.1, momentum=0.9, weight_decay=1e-4
+        )
 
     def cross_entropy(m: nn.Module) -> torch.Tensor:
         return F.cross_entropy(m(*inputs), labels)
