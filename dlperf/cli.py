@@ -220,6 +220,13 @@ def run(
         Path | None,
         typer.Option(help="Write a Slurm batch script that runs this command; run nothing."),
     ] = None,
+    python: Annotated[
+        Path | None,
+        typer.Option(
+            help="Measure this interpreter's own install of the framework (an NGC container's, "
+            "a conda env's) instead of an env dlperf builds; it is probed, never changed."
+        ),
+    ] = None,
 ) -> None:
     """Run one benchmark: every repeat in its own process, median of the repeats."""
     from dlperf.runner import (
@@ -265,20 +272,24 @@ def run(
     official = OfficialOptions(sources_dir=sources_dir, data_dir=data_dir)
     launch = JobLaunch(launcher, tuple(h.strip() for h in (hosts or "").split(",") if h.strip()))
     if dry_run:
-        _print_plan(spec, official, launch)
+        _print_plan(spec, official, launch, python)
         return
     if sbatch:
         from dlperf.launch import sbatch_script
 
-        argv = _run_argv(spec, results_dir, official, launch.hosts)
+        argv = _run_argv(spec, results_dir, official, launch.hosts, python)
         sbatch.write_text(sbatch_script(spec, argv, str(Path.cwd())))
         console.print(f"wrote {sbatch}; submit it with: sbatch {sbatch}")
         return
     out = err if json_out else console
     out.print(
         f"[bold]{spec.config_key()}[/] skip {spec.skip}, measure {spec.measure}, "
-        f"{spec.repeats} repeats"
+        f"{spec.repeats} repeats",
+        highlight=False,
     )
+    if spec.practice:
+        settings = ", ".join(f"{k}={v}" for k, v in sorted(spec.practice.items()))
+        out.print(f"best practice: {settings} (ablate one with --set KEY=VALUE)", highlight=False)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -309,6 +320,7 @@ def run(
             rebuild_env=rebuild_env,
             official=official,
             launch=launch,
+            python=python,
         )
     _print_summary(out, result, path)
     if json_out:
@@ -317,7 +329,9 @@ def run(
         raise typer.Exit(2)
 
 
-def _run_argv(spec, results_dir: Path, official, hosts: tuple[str, ...]) -> list[str]:
+def _run_argv(
+    spec, results_dir: Path, official, hosts: tuple[str, ...], python: Path | None = None
+) -> list[str]:
     """The `dlperf run` command (with --launcher slurm) that measures exactly `spec`."""
     argv = [sys.executable, "-m", "dlperf", "run", spec.framework, spec.model]
     argv += ["--batch-size", str(spec.batch_size), "--device", spec.device]
@@ -341,22 +355,25 @@ def _run_argv(spec, results_dir: Path, official, hosts: tuple[str, ...]) -> list
         "--data-dir": official.data_dir,
         "--sources-dir": official.sources_dir,
         "--hosts": ",".join(hosts),
+        "--python": python,
     }
     for flag, value in optional.items():
         if value:
             argv += [flag, str(value)]
-    for key, value in sorted(spec.options.items()):
+    for key, value in sorted({**spec.options, **spec.practice}.items()):
         argv += ["--set", f"{key}={value}"]
     return [*argv, "--launcher", "slurm"]
 
 
-def _env_python(adapter, spec) -> str:
+def _env_python(adapter, spec, python: Path | None = None) -> str:
     """The interpreter a run would use, named without building its environment."""
+    if python is not None:
+        return str(python)
     env = adapter.env_spec(spec.device)
     return f"<env {env.name}>/bin/python" if env else "python"
 
 
-def _print_plan(spec, official, launch) -> None:
+def _print_plan(spec, official, launch, python: Path | None = None) -> None:
     """What `run` would start on each node, without building or starting anything."""
     from dlperf.adapters import get_adapter
     from dlperf.launch import DEFAULT_MASTER_PORT, NodeCommand, resolve_hosts, through_launcher
@@ -369,7 +386,7 @@ def _print_plan(spec, official, launch) -> None:
         hosts = resolve_hosts(spec.nodes, hosts) if hosts else launch.node_hosts(spec.nodes)
     if spec.impl != "official":
         adapter = get_adapter(spec.framework)
-        python = _env_python(adapter, spec)
+        python = _env_python(adapter, spec, python)
         if not launch.is_job(spec):
             cmd = adapter.command(spec, python)
             nodes = [NodeCommand(0, "localhost", tuple(cmd.argv), str(cmd.cwd or "."), cmd.env)]
@@ -383,7 +400,7 @@ def _print_plan(spec, official, launch) -> None:
         manifest = find_manifest(spec.framework, spec.model, spec.source)
         checkout = checkout_dir(manifest.upstream)
         adapter = OfficialAdapter(manifest, checkout, data_dir=official.data_dir)
-        python = _env_python(adapter, spec)
+        python = _env_python(adapter, spec, python)
         plan = adapter.plan(spec, python, hosts)
         nodes = list(plan.nodes)
         console.print(

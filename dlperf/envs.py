@@ -11,6 +11,11 @@ Layout under :func:`envs_root`::
 
 An env directory without a valid marker is half-built (failed, interrupted or corrupted):
 :func:`ensure_env` removes and rebuilds it.
+
+An *adopted* interpreter (``--python PATH``: an NGC container's, a conda env's, a cluster
+module's) is measured as it is: :func:`adopt_interpreter` probes it (a Python, the framework
+importable, CUDA and LoadGen when asked) and refuses it with the fix when something is missing;
+dlperf never installs into, repairs or deletes it.
 """
 
 from __future__ import annotations
@@ -160,12 +165,14 @@ def _site_packages(path: Path, python: str | None) -> list[Path]:
 
 @dataclass(frozen=True)
 class Env:
-    """A built, verified env (or one found on disk, with `spec` None when unknown)."""
+    """A built, verified env (or one found on disk, with `spec` None when unknown), or an
+    adopted interpreter (`kind` "adopted": `path` is its sys.prefix, `python` as given)."""
 
     spec: EnvSpec | None
     path: Path
     python: Path  # path/bin/python
     framework_version: str
+    kind: str = "built"  # "built" | "adopted"
 
     @property
     def bin_dir(self) -> Path:
@@ -184,8 +191,12 @@ class Env:
         return found
 
     def run_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
-        """A complete environment for running this env's python."""
+        """A complete environment for running this env's python. An adopted interpreter runs
+        in the user's own environment unchanged (its PYTHONPATH or a module's variables may be
+        what makes it work)."""
         env = dict(os.environ if base is None else base)
+        if self.kind == "adopted":
+            return env
         env["VIRTUAL_ENV"] = str(self.path)
         env["PATH"] = os.pathsep.join(p for p in (str(self.bin_dir), env.get("PATH", "")) if p)
         libs = [str(p) for p in self.lib_paths()]
@@ -407,6 +418,152 @@ def _check(spec: EnvSpec, path: Path) -> tuple[str, str, dict[str, Any] | None]:
         detail = (proc.stderr.strip().splitlines() or [""])[-1]
         return "broken", f"{python} does not run (exit {proc.returncode}: {detail})", None
     return "ready", "", marker
+
+
+# --------------------------------------------------------------------------- adopted interpreters
+
+# Runs in the adopted interpreter (any Python 3): what it is and what is installed in it.
+_DESCRIBE = r"""
+import json, sys
+try:
+    from importlib import metadata
+    dists = sorted({"%s==%s" % (d.metadata["Name"], d.version) for d in metadata.distributions()
+                    if d.metadata["Name"]})
+except Exception:
+    dists = []
+print(json.dumps({"version": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
+                  "prefix": sys.prefix, "dists": dists}))
+"""
+ADOPTED_MIN_PYTHON = (3, 10)  # the workload scripts use 3.10 syntax (zip strict, X | Y)
+_LOADGEN_CHECK = "import mlperf_loadgen"
+
+
+@dataclass(frozen=True)
+class InterpreterInfo:
+    """What an interpreter is: version, real executable, prefix and installed distributions."""
+
+    python: Path  # as given (a venv's bin/python must not be resolved past the venv)
+    version: str
+    executable: str
+    prefix: Path
+    dists: tuple[str, ...]
+
+    @property
+    def dists_digest(self) -> str:
+        """sha256 (first 16 hex) of the sorted name==version lines: same digest, same install."""
+        return hashlib.sha256("\n".join(self.dists).encode()).hexdigest()[:16]
+
+
+def _run_in(python: Path, code: str, env: Mapping[str, str] | None = None, timeout: float = 120):
+    return subprocess.run(
+        [str(python), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=dict(env) if env is not None else None,
+    )
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def describe_interpreter(
+    python: Path | str, env: Mapping[str, str] | None = None
+) -> InterpreterInfo:
+    """Run `python` once to learn what it is; a DlperfError naming the fix when it is not a
+    Python that can run the workloads."""
+    python = Path(python).expanduser()
+    if not python.exists():
+        raise DlperfError(f"--python {python}: no such file; give the path of a Python interpreter")
+    if python.is_dir():
+        raise DlperfError(
+            f"--python {python} is a folder; give the interpreter itself, such as "
+            f"{python / 'bin' / 'python'}"
+        )
+    if not os.access(python, os.X_OK):
+        raise DlperfError(f"--python {python} is not executable; give a Python interpreter")
+    info: Any = None
+    try:
+        proc = _run_in(python, _DESCRIBE, env, timeout=_PROBE_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as exc:
+        why = str(exc)
+    else:
+        why = f"exit {proc.returncode}: {_last_line(proc.stderr) or 'no output'}"
+        with contextlib.suppress(ValueError):
+            info = json.loads(_last_line(proc.stdout)) if proc.returncode == 0 else None
+        if proc.returncode == 0 and info is None:
+            why = "it exited 0 but did not run the Python code given to it"
+    if not isinstance(info, dict) or "version" not in info:
+        raise DlperfError(
+            f"--python {python} did not run as a Python interpreter ({why}); give the path of "
+            "the python executable of the environment to measure"
+        )
+    version = tuple(int(x) for x in info["version"].split(".")[:2])
+    if version < ADOPTED_MIN_PYTHON:
+        need = ".".join(map(str, ADOPTED_MIN_PYTHON))
+        raise DlperfError(
+            f"--python {python} is Python {info['version']}; dlperf's workloads need Python "
+            f">= {need}: use an environment with a newer Python"
+        )
+    return InterpreterInfo(
+        python=python,
+        version=info["version"],
+        executable=str(info.get("executable") or python),
+        prefix=Path(info.get("prefix") or python.parent.parent),
+        dists=tuple(info.get("dists") or ()),
+    )
+
+
+def adopt_interpreter(
+    python: Path | str,
+    *,
+    framework: str,
+    verify: str,
+    cuda_check: str = "",
+    need_loadgen: bool = False,
+    install: str = "",
+) -> tuple[Env, InterpreterInfo]:
+    """The user's own interpreter as an env, after checking that it can run the benchmark:
+    `verify` prints the framework version, `cuda_check` (when given) exits 0 only if the
+    framework sees a GPU, and mlperf_loadgen imports when `need_loadgen`. Nothing is installed,
+    repaired or removed; a DlperfError names what is missing and how to add it (`install`: the
+    requirement dlperf's own env pins, suggested to the user)."""
+    info = describe_interpreter(python)
+    python = info.python
+    pip = f"{python} -m pip install"
+    try:
+        proc = _run_in(python, verify, timeout=_VERIFY_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DlperfError(f"--python {python}: checking {framework} failed ({exc})") from None
+    version = _last_line(proc.stdout)
+    if proc.returncode != 0 or not version:
+        raise DlperfError(
+            f"--python {python} (Python {info.version}) cannot run {framework}: "
+            f"{_last_line(proc.stderr) or 'the check printed no version'}. Install {framework} "
+            f"into that environment (for example `{pip} {install or framework}`), point --python "
+            "at an environment that has it, or leave --python out to let dlperf build its own env"
+        )
+    if cuda_check:
+        proc = _run_in(python, cuda_check, timeout=_VERIFY_TIMEOUT_S)
+        if proc.returncode != 0:
+            why = _last_line(proc.stderr) or _last_line(proc.stdout) or f"exit {proc.returncode}"
+            raise DlperfError(
+                f"--python {python}: {framework} {version} cannot use a GPU there ({why}); "
+                "install its CUDA build in that environment, or run with --device cpu"
+            )
+    if need_loadgen:
+        proc = _run_in(python, _LOADGEN_CHECK, timeout=_PROBE_TIMEOUT_S)
+        if proc.returncode != 0:
+            raise DlperfError(
+                f"--python {python}: --scenario runs MLPerf LoadGen, but `import mlperf_loadgen` "
+                f"fails there ({_last_line(proc.stderr)}); install it with "
+                f"`{pip} mlcommons-loadgen` (or from a wheel: `{pip} --no-index --find-links "
+                "DIR mlcommons-loadgen`), or run without --scenario"
+            )
+    return Env(None, info.prefix, python, version, kind="adopted"), info
 
 
 def env_status(spec: EnvSpec) -> str:
@@ -720,6 +877,9 @@ __all__ = [
     "Env",
     "EnvRecord",
     "EnvSpec",
+    "InterpreterInfo",
+    "adopt_interpreter",
+    "describe_interpreter",
     "ensure_env",
     "env_status",
     "envs_root",

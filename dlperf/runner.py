@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from dlperf import DlperfError, __version__, mlperf, system
 from dlperf.adapter import MICRO_COMMON, MICRO_MODELS, MICRO_OPTIONS, Adapter
 from dlperf.adapters import get_adapter
-from dlperf.envs import Env, ensure_env
+from dlperf.envs import Env, InterpreterInfo, adopt_interpreter, describe_interpreter, ensure_env
 from dlperf.events import EVENTS_ENV, ParsedRun, merge_ranks, parse_events
 from dlperf.launch import LAUNCHERS, resolve_hosts, through_launcher
 from dlperf.models import PRESETS, get_model, preset_values
@@ -36,6 +36,7 @@ from dlperf.schema import (
     BenchmarkSpec,
     Environment,
     JobInfo,
+    MachineLoad,
     Metrics,
     ModelInfo,
     Repeat,
@@ -66,7 +67,8 @@ LOADGEN_DIR_ENV = "DLPERF_LOADGEN_DIR"  # where a workload's LoadGen run writes 
 OUTSIDE_CLOCK_TOLERANCE = 0.02
 OUTSIDE_CLOCK_SLACK_S = 0.05
 
-# Workload facts that must agree across repeats before their numbers may share a median.
+# Workload facts that must agree across repeats before their numbers may share a median (with
+# the digest of the interpreter's installed distributions, Repeat.env_digest).
 FINGERPRINT_KEYS = ("framework_version", "device", "device_name", "params", "python")
 
 
@@ -247,7 +249,7 @@ def new_result_id() -> str:
 
 @dataclass
 class PreparedRun:
-    """One benchmark ready to run repeats: env built, raw-log folder chosen."""
+    """One benchmark ready to run repeats: env built (or adopted), raw-log folder chosen."""
 
     spec: BenchmarkSpec
     adapter: Adapter
@@ -255,17 +257,26 @@ class PreparedRun:
     result_id: str
     raw_dir: Path
     launch: JobLaunch = JobLaunch()
+    interpreter: InterpreterInfo | None = None  # what runs the workload, and what it has
 
     def run_repeat(self, index: int) -> Repeat:
         python = str(self.env.python) if self.env else sys.executable
         base_env = self.env.run_env() if self.env else dict(os.environ)
+        meter = system.LoadMeter()
         if not self.launch.is_job(self.spec):
-            return run_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
-        # What a remote node needs besides the command: the variables the env sets.
-        node_env = self.env.run_env({}) if self.env else {}
-        node_env.pop("PATH", None)  # the interpreter is named by its full path
-        job = Job(self.adapter, self.spec, self.launch, python, base_env, node_env)
-        return job.run_repeat(index, self.raw_dir)
+            repeat = run_repeat(self.adapter, self.spec, index, python, base_env, self.raw_dir)
+        else:
+            # What a remote node needs besides the command: the variables the env sets.
+            node_env = self.env.run_env({}) if self.env else {}
+            node_env.pop("PATH", None)  # the interpreter is named by its full path
+            job = Job(self.adapter, self.spec, self.launch, python, base_env, node_env)
+            repeat = job.run_repeat(index, self.raw_dir)
+        return repeat.model_copy(
+            update={
+                "env_digest": self.interpreter.dists_digest if self.interpreter else None,
+                "machine_load": MachineLoad(**meter.stop()),
+            }
+        )
 
     def finish(self, results_dir: Path, repeats: list[Repeat]) -> tuple[Result, Path]:
         result = build_result(
@@ -275,8 +286,56 @@ class PreparedRun:
             self.env,
             source=self.adapter.source_info(),
             job=job_info(self.spec, self.launch),
+            interpreter=self.interpreter,
         )
         return result, write_result(results_dir, result)
+
+
+def check_device(spec: BenchmarkSpec, launch: JobLaunch) -> None:
+    """Refuse --device cuda before anything is built when this host, which runs it, has no
+    NVIDIA GPU (a remote launcher's nodes are not this host: they are not checked here)."""
+    if spec.device == "cuda" and launch.launcher == "local" and not system.nvidia_gpu_found():
+        raise DlperfError(
+            "--device cuda, but this host has no usable NVIDIA GPU (nvidia-smi lists none and "
+            "there is no /dev/nvidia*): run with --device cpu, run dlperf on a GPU host, or "
+            "start the nodes there with --launcher ssh|slurm|mpirun --hosts ..."
+        )
+
+
+def workload_interpreter(
+    spec: BenchmarkSpec,
+    adapter: Adapter,
+    python: Path | None,
+    rebuild_env: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+) -> tuple[Env | None, InterpreterInfo]:
+    """The env that runs the workload: the user's own interpreter (`python`), probed and
+    refused with the fix when it lacks something; else the adapter's built env (built on
+    first use); else (stdlib-only workloads) this host's Python."""
+    if python is not None:
+        env_spec = adapter.env_spec(spec.device)
+        if env_spec is None and spec.impl == "official":
+            raise DlperfError(
+                f"{spec.source} runs in its container image, which is its environment: "
+                "--python applies to implementations that run in a Python environment"
+            )
+        framework = get_adapter(spec.framework)
+        verify = getattr(framework, "verify", "") or "import platform; print('python')"
+        cuda_check = getattr(framework, "cuda_check", "") if spec.device == "cuda" else ""
+        log(f"checking {python}: {spec.framework} importable")
+        pinned = env_spec.requirements if env_spec else ()
+        return adopt_interpreter(
+            python,
+            framework=spec.framework,
+            verify=verify,
+            cuda_check=cuda_check,
+            need_loadgen=bool(spec.scenario),
+            install=pinned[0] if pinned else "",
+        )
+    env_spec = adapter.env_spec(spec.device)
+    env = ensure_env(env_spec, rebuild=rebuild_env, log=log) if env_spec else None
+    exe = env.python if env else Path(sys.executable)
+    return env, describe_interpreter(exe, env.run_env() if env else None)
 
 
 def prepare_run(
@@ -287,7 +346,11 @@ def prepare_run(
     result_id: str | None = None,
     official: OfficialOptions | None = None,
     launch: JobLaunch | None = None,
+    python: Path | None = None,
 ) -> PreparedRun:
+    """Everything before the first repeat: the launcher and hosts checked, the device checked,
+    the upstream fetched (official), the env built or the user's interpreter (`python`)
+    probed, the raw-log folder made."""
     cb = callbacks or RunCallbacks()
     launch = launch or JobLaunch()
     if launch.launcher not in LAUNCHERS:
@@ -295,16 +358,16 @@ def prepare_run(
             f"unknown launcher {launch.launcher!r}; choose one of: {', '.join(LAUNCHERS)}"
         )
     hosts = launch.node_hosts(spec.nodes) if launch.is_job(spec) else []
+    check_device(spec, launch)
     result_id = result_id or new_result_id()
     raw_dir = result_dir(results_dir, spec.config_key()) / result_id
     adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
     check_spec(adapter, spec)
     if hosts:  # refused before any env is built when there is no launcher
         adapter.job_commands(spec, "python", hosts, 0)
-    env_spec = adapter.env_spec(spec.device)
-    env = ensure_env(env_spec, rebuild=rebuild_env, log=cb.message) if env_spec else None
+    env, interpreter = workload_interpreter(spec, adapter, python, rebuild_env, cb.message)
     raw_dir.mkdir(parents=True, exist_ok=True)
-    return PreparedRun(spec, adapter, env, result_id, raw_dir, launch)
+    return PreparedRun(spec, adapter, env, result_id, raw_dir, launch, interpreter)
 
 
 def run_benchmark(
@@ -314,6 +377,7 @@ def run_benchmark(
     rebuild_env: bool = False,
     official: OfficialOptions | None = None,
     launch: JobLaunch | None = None,
+    python: Path | None = None,
 ) -> tuple[Result, Path]:
     """Run every repeat, store the result atomically, return it with its path.
 
@@ -321,7 +385,9 @@ def run_benchmark(
     anything is written, so no half-written result is left behind.
     """
     cb = callbacks or RunCallbacks()
-    run = prepare_run(spec, results_dir, cb, rebuild_env, official=official, launch=launch)
+    run = prepare_run(
+        spec, results_dir, cb, rebuild_env, official=official, launch=launch, python=python
+    )
     repeats = []
     for index in range(1, spec.repeats + 1):
         cb.repeat_started(index, spec.repeats)
@@ -686,7 +752,7 @@ def summary_stats(values: list[float], unit: str) -> SummaryStats:
 
 
 def _fingerprint(repeat: Repeat) -> tuple:
-    return tuple(repeat.workload.get(k) for k in FINGERPRINT_KEYS)
+    return (*(repeat.workload.get(k) for k in FINGERPRINT_KEYS), repeat.env_digest)
 
 
 def build_result(
@@ -698,6 +764,7 @@ def build_result(
     source: SourceInfo | None = None,
     imported: bool = False,
     job: JobInfo | None = None,
+    interpreter: InterpreterInfo | None = None,
 ) -> Result:
     warnings: list[str] = []
     ok = [r for r in repeats if r.status == RepeatStatus.ok]
@@ -722,6 +789,7 @@ def build_result(
 
     start = ok[0].workload if ok else (repeats[0].workload if repeats else {})
     throughput = step_time = loadgen_metric = loadgen_valid = latency_met = None
+    noisy = False
     score = score_unit = None
     latency: dict[str, float] = {}
     achieved = peak = mfu = None
@@ -730,6 +798,16 @@ def build_result(
         summary = summarize([r.throughput for r in ok])
         throughput = SummaryStats(unit="samples/s", **dataclasses.asdict(summary))
         warnings += noise_warnings(summary)
+        noisy = bool(noise_warnings(summary))
+        busy = [r for r in ok if r.machine_load and r.machine_load.other_share > system.BUSY_SHARE]
+        if busy:
+            noisy = True
+            worst = max(r.machine_load.other_share for r in busy)
+            warnings.append(
+                f"the machine was busy: other processes took up to {worst:.0%} of its CPUs "
+                f"during repeat(s) {', '.join(str(r.index) for r in busy)}, so these numbers "
+                "may be low; rerun when the machine is idle (`dlperf doctor` shows what runs)"
+            )
         step_means = [
             1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step)
             for r in ok
@@ -763,6 +841,11 @@ def build_result(
         if flops:
             achieved = flops * throughput.median
             found = system.peak_flops(spec.device, start.get("device_name"), spec.precision)
+            if found is None and spec.device == "cpu":
+                warnings.append(
+                    "no MFU: the CPU peak could only be measured while the machine was busy, "
+                    "which would overstate it; run `dlperf doctor --measure-peak` when idle"
+                )
             if found:
                 peak, peak_source = found
                 # Per-GPU peak times the GPUs; a CPU peak is already the whole host's (times
@@ -793,7 +876,10 @@ def build_result(
             python=start.get("python"),
             framework_version=start.get("framework_version")
             or (env.framework_version if env else None),
-            env_name=env.path.name if env else None,
+            env_name=env.path.name if env and env.kind == "built" else None,
+            env_kind=env.kind if env else None,
+            interpreter=str(interpreter.python) if interpreter else None,
+            dists_digest=interpreter.dists_digest if interpreter else None,
             cpu=info.get("cpu"),
             cpu_count=info.get("cpu_count_logical"),
             gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
@@ -819,6 +905,7 @@ def build_result(
             peak_flops=peak,
             peak_source=peak_source,
             mfu=mfu,
+            noisy=noisy,
         ),
         model=ModelInfo(params=start.get("params"), flops_per_sample=start.get("flops_per_sample")),
         environment=environment,

@@ -291,6 +291,9 @@ class Metrics(_Frozen):
     peak_flops: float | None = None
     peak_source: str | None = None
     mfu: float | None = None
+    # The repeats disagree (CV, outliers) or the machine was busy while they ran: the warnings
+    # say which; reports mark the number.
+    noisy: bool = False
 
 
 class ModelInfo(_Frozen):

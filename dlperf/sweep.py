@@ -21,6 +21,8 @@ Example::
     device = "cpu"
     [sweep.set]                         # --set options for every config that accepts them;
     threads = ["1", "2"]                # a list is one more matrix dimension
+    [sweep.python]                      # --python per framework: measure that interpreter's
+    pytorch = "/opt/conda/bin/python"   # own install instead of a built env
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ else:  # pragma: no cover
 STATE_FILE = "sweep-state.json"
 KEYS = {
     "preset", "frameworks", "models", "precisions", "xla", "batch_sizes", "node_shapes",
-    "repeats", "skip", "measure", "device", "set", "timeout_s", "no_output_timeout_s",
+    "repeats", "skip", "measure", "device", "set", "timeout_s", "no_output_timeout_s", "python",
 }  # fmt: skip
 
 
@@ -55,6 +57,7 @@ KEYS = {
 class SweepPlan:
     specs: list[BenchmarkSpec]
     skipped: list[str] = field(default_factory=list)  # why some matrix cells are not run
+    pythons: dict[str, Path] = field(default_factory=dict)  # framework -> adopted interpreter
 
 
 def load_plan(path: Path) -> SweepPlan:
@@ -93,10 +96,16 @@ def expand(table: dict[str, Any]) -> SweepPlan:
     models = _list(table, "models", [])
     if not frameworks or not models:
         raise DlperfError("a sweep needs at least one framework and one model")
+    pythons = table.get("python", {})
+    if not isinstance(pythons, dict) or not all(isinstance(v, str) for v in pythons.values()):
+        raise DlperfError('[sweep.python] maps a framework to an interpreter: pytorch = "/path"')
+    unused = sorted(set(pythons) - set(frameworks))
+    if unused:
+        raise DlperfError(f"[sweep.python] names {', '.join(unused)}, not in the frameworks")
     set_table = table.get("set", {})
     set_keys = sorted(set_table)
     set_values = [[str(v) for v in _list(set_table, k, [])] for k in set_keys]
-    plan = SweepPlan([])
+    plan = SweepPlan([], pythons={k: Path(v).expanduser() for k, v in pythons.items()})
     for fw, model, precision, xla, batch, shape, chosen in itertools.product(
         frameworks,
         models,
@@ -188,7 +197,9 @@ def run_sweep(
         if finished:
             cb.message(f"resume {key}: {len(finished)} repeat(s) already done")
         try:
-            runs[key] = prepare_run(spec, results_dir, result_id=result_id)
+            runs[key] = prepare_run(
+                spec, results_dir, result_id=result_id, python=plan.pythons.get(spec.framework)
+            )
         except DlperfError as exc:  # e.g. an env that cannot be built: the sweep goes on
             failed_env[key] = str(exc)
             cb.message(f"[{key}] cannot run: {exc}")

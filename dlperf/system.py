@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -77,6 +78,12 @@ def nvidia_gpus() -> list[dict[str, Any]]:
             {"name": name, "memory_mb": int(match.group()) if match else None, "driver": driver}
         )
     return gpus
+
+
+def nvidia_gpu_found() -> bool:
+    """Whether this host has an NVIDIA GPU a framework could use: nvidia-smi lists one, or the
+    driver's device files exist (a container without nvidia-smi)."""
+    return bool(nvidia_gpus()) or any(Path("/dev").glob("nvidia[0-9]*"))
 
 
 def machine_info() -> dict[str, Any]:
@@ -391,6 +398,55 @@ def _write_json_atomic(path: Path, data: Any) -> None:
 
 CPU_GEMM_N = 1024
 CPU_GEMM_SECONDS = 2.0
+# Other processes' share of the machine above which it counts as busy: a peak measured then is
+# not cached, a repeat run then marks its result noisy.
+BUSY_SHARE = 0.10
+
+
+# --------------------------------------------------------------------------------------------
+# Machine load
+# --------------------------------------------------------------------------------------------
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds of this process and of its children that have been waited for."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class LoadMeter:
+    """What the rest of the machine did between start and :meth:`stop`: CPU time taken by
+    processes other than this one and the children it has waited for (a workload's processes
+    are reaped before it is stopped), from the kernel's per-CPU counters."""
+
+    def __init__(self) -> None:
+        self.cpu_count = psutil.cpu_count(logical=True) or os.cpu_count() or 1
+        self.load1_start = _load1()
+        self._t0 = time.monotonic()
+        self._times0 = psutil.cpu_times()
+        self._own0 = _own_cpu_s()
+
+    def stop(self) -> dict[str, Any]:
+        """MachineLoad's fields: cpu_count, wall_s, other_cpu_s, other_share, load1_start,
+        load1_end, steal_s."""
+        wall = max(time.monotonic() - self._t0, 1e-9)
+        t0, t1 = self._times0, psutil.cpu_times()
+
+        def busy(t: Any) -> float:
+            return sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq"))
+
+        other = max(0.0, busy(t1) - busy(t0) - (_own_cpu_s() - self._own0))
+        steal = getattr(t1, "steal", None)
+        return {
+            "cpu_count": self.cpu_count,
+            "wall_s": round(wall, 4),
+            "other_cpu_s": round(other, 4),
+            "other_share": round(min(1.0, other / (wall * self.cpu_count)), 4),
+            "load1_start": self.load1_start,
+            "load1_end": _load1(),
+            "steal_s": None if steal is None else round(steal - getattr(t0, "steal", 0.0), 4),
+        }
 
 
 def _load1() -> float | None:
@@ -400,12 +456,20 @@ def _load1() -> float | None:
         return None
 
 
+_UNCACHED_PEAKS: dict[str, dict[str, Any]] = {}  # peaks measured under load, this process only
+
+
 def cpu_peak(cache_dir: Path | None = None, refresh: bool = False) -> dict[str, Any]:
-    """This CPU's fp32 peak, measured once per machine and cached in ``machine.json``.
+    """This CPU's fp32 peak, measured once per machine on an idle machine and cached in
+    ``machine.json``.
 
     The cache key is (CPU model, logical CPU count, numpy version): a different machine, a
     resized VM or another BLAS build measures again; ``refresh=True`` always re-measures.
-    An unreadable cache file is ignored (and rewritten), never an error.
+    While other processes take more than BUSY_SHARE of the CPUs the GEMMs get fewer cycles and
+    measure low (seen: 41 GFLOP/s on a busy VM that gives 305 idle), so such a measurement
+    comes back with ``under_load`` true and is never cached (nor measured twice by one
+    process); :func:`peak_flops` does not use it. An unreadable cache file is ignored (and
+    rewritten), never an error.
     """
     path = Path(cache_dir if cache_dir is not None else dlperf_home()) / "machine.json"
     model = cpu_model()
@@ -424,7 +488,11 @@ def cpu_peak(cache_dir: Path | None = None, refresh: bool = False) -> dict[str, 
     cached = entries.get(key)
     if not refresh and isinstance(cached, dict) and isinstance(cached.get("flops"), int | float):
         return cached
+    if not refresh and key in _UNCACHED_PEAKS:
+        return _UNCACHED_PEAKS[key]
+    meter = LoadMeter()
     flops = measure_cpu_gemm_peak(seconds=CPU_GEMM_SECONDS, n=CPU_GEMM_N)
+    load = meter.stop()
     entry = {
         "flops": float(flops),
         "source": (
@@ -435,9 +503,13 @@ def cpu_peak(cache_dir: Path | None = None, refresh: bool = False) -> dict[str, 
         "cpu_count": logical,
         "numpy": np.__version__,
         "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        # a busy machine measures low and the value is cached: keep the evidence beside it
-        "load1_at_measure": _load1(),
+        "load1_at_measure": load["load1_start"],
+        "other_share": load["other_share"],  # other processes' share of the CPUs meanwhile
+        "under_load": load["other_share"] > BUSY_SHARE,
     }
+    if entry["under_load"]:
+        _UNCACHED_PEAKS[key] = entry
+        return entry
     entries[key] = entry
     data["cpu_peak"] = entries
     # a read-only home still gets a peak, just not a cached one
@@ -452,7 +524,8 @@ def peak_flops(
     """(peak FLOP/s, source) for a run's device and precision, or None when unknown.
 
     "cuda" uses the GPU datasheet table; "cpu" uses the measured fp32 GEMM peak for every
-    precision (there is no published per-model CPU BF16 peak, so amp says so in the source).
+    precision (there is no published per-model CPU BF16 peak, so amp says so in the source),
+    and only one measured on an idle machine (None while the only measurement was under load).
     """
     kind = device.lower().split(":")[0]
     if kind == "cuda":
@@ -461,6 +534,8 @@ def peak_flops(
         return gpu_peak_flops(device_name, precision, allow_tf32=allow_tf32)
     if kind == "cpu":
         peak = cpu_peak()
+        if peak.get("under_load"):
+            return None
         source = str(peak["source"])
         if _PRECISION_ALIASES.get(precision.lower(), precision) != "fp32":
             source += " (used for amp too: no published CPU bf16 peak)"
