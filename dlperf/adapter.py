@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from dlperf.envs import EnvSpec
 from dlperf.events import ParsedRun, parse_events
 from dlperf.launch import NodeCommand
 from dlperf.schema import BenchmarkSpec, SourceInfo
+from dlperf.system import cpu_budget
 
 
 @dataclass(frozen=True)
@@ -166,15 +166,23 @@ class WorkloadScriptAdapter(Adapter):
         if spec.xla:
             argv.append("--xla")
         argv += mode_args(spec)
-        for key, value in sorted({**spec.options, **spec.practice}.items()):
+        options = dict(spec.options)
+        if (
+            spec.device == "cpu"
+            and spec.world_size == 1  # several ranks on a host split its cores themselves
+            and "threads" in self.option_keys(spec.model)
+        ):
+            # The same thread budget for every framework (the workload records what it used).
+            options.setdefault("threads", str(cpu_budget()))
+        for key, value in sorted({**options, **spec.practice}.items()):
             argv += [f"--{key.replace('_', '-')}", value]
-        return Command(argv, env=self.extra_env(spec))
+        return Command(argv, env=self.extra_env(spec.model_copy(update={"options": options})))
 
     def micro_command(self, spec: BenchmarkSpec, python: str) -> Command:
         """micro.py --model M --batch-size B --steps N --precision P --device D --mode MODE
-        --threads T [--<shape option> V ...]: every framework gets all the host's cores
+        --threads T [--<shape option> V ...]: every framework gets the same thread budget
         unless --set threads says otherwise (some would default to one)."""
-        options = {"threads": str(os.cpu_count() or 1), **spec.options}
+        options = {"threads": str(cpu_budget()), **spec.options}
         argv = [
             python,
             str(self.folder / "micro.py"),
@@ -204,7 +212,7 @@ MICRO_OPTIONS = {
     },
 }
 MICRO_COMMON = {
-    "threads": "CPU threads (default: all of this host's cores)",
+    "threads": "CPU threads (default: every CPU dlperf may use)",
     "seed": "seed for the synthetic data and weights (default 0)",
 }
 

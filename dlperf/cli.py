@@ -323,6 +323,7 @@ def run(
             python=python,
         )
     _print_summary(out, result, path)
+    _print_scaling(out, result, results_dir)
     if json_out:
         sys.stdout.write(path.read_text())
     if result.status.value != "ok":
@@ -435,6 +436,31 @@ def _print_summary(out: Console, result, path: Path) -> None:
     for w in result.warnings:
         out.print(f"[yellow]warning:[/] {w}")
     out.print(f"status [bold]{result.status.value}[/]; stored {path}")
+
+
+def _print_scaling(out: Console, result, results_dir: Path) -> None:
+    """A data-parallel run against the stored 1x1 run of its configuration, flagged when it
+    scales better than linearly (which a real job cannot)."""
+    from dlperf.report._data import SUSPECT_EFFICIENCY, scaling_efficiency
+    from dlperf.store import single_device_baseline
+
+    base = single_device_baseline(results_dir, result.spec)
+    efficiency = scaling_efficiency(result, base)
+    if efficiency is None:
+        return
+    n = result.spec.world_size
+    out.print(
+        f"scaling vs the 1x1 result {base.id}: speedup {efficiency * n:.2f} on {n} devices, "
+        f"efficiency {efficiency:.1%}",
+        highlight=False,
+    )
+    if efficiency > SUSPECT_EFFICIENCY:
+        out.print(
+            f"[yellow]suspect:[/] more than linear scaling ({efficiency:.1%} > "
+            f"{SUSPECT_EFFICIENCY:.0%}): the 1x1 run or this one was disturbed (a busy machine, "
+            "simulated nodes sharing one host's cores); rerun both on an idle machine",
+            highlight=False,
+        )
 
 
 @app.command()
@@ -742,6 +768,15 @@ def report(
     paths = write_reports(results_dir, reports_dir)
     for p in paths:
         console.print(f"wrote {p}")
+    from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
+    from dlperf.store import load_results
+
+    for result, efficiency in suspect_scaling(load_results(results_dir)):
+        console.print(
+            f"[yellow]suspect:[/] {result.spec.config_key()} scales at {efficiency:.1%} of "
+            f"linear (> {SUSPECT_EFFICIENCY:.0%}); rerun it and its 1x1 on an idle machine",
+            highlight=False,
+        )
 
 
 @app.command()
@@ -837,8 +872,20 @@ def doctor(
         return
     console.print(
         f"{info.get('host')}: {info.get('cpu')} x{info.get('cpu_count_logical')}, "
-        f"measured fp32 GEMM peak {peak['flops'] / 1e9:.1f} GFLOP/s"
+        f"measured fp32 GEMM peak {peak['flops'] / 1e9:.1f} GFLOP/s",
+        highlight=False,
     )
+    share = peak.get("other_share")
+    console.print(
+        f"  how: {peak.get('source')}; when: {peak.get('measured')}; other processes took "
+        f"{'an unknown share' if share is None else f'{share:.0%}'} of the CPUs meanwhile",
+        highlight=False,
+    )
+    if peak.get("under_load"):
+        console.print(
+            "  [yellow]measured under load: not cached and not used for MFU[/]; run "
+            "`dlperf doctor --measure-peak` again when the machine is idle"
+        )
     table = Table("check", "status", "found", "advice")
     colours = {"ok": "green", "warn": "yellow", "info": "blue"}
     for c in checks:

@@ -425,6 +425,7 @@ def _check(spec: EnvSpec, path: Path) -> tuple[str, str, dict[str, Any] | None]:
 # Runs in the adopted interpreter (any Python 3): what it is and what is installed in it.
 _DESCRIBE = r"""
 import json, sys
+sys.path = [p for p in sys.path if p]  # `-c` puts the working folder first: not the install
 try:
     from importlib import metadata
     dists = sorted({"%s==%s" % (d.metadata["Name"], d.version) for d in metadata.distributions()

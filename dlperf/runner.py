@@ -130,29 +130,14 @@ def resolve_spec(
     return spec
 
 
-def cpu_budget() -> int:
-    """The CPUs this process may run on (its affinity, else every CPU): every framework's
-    default thread budget on a CPU, so none gets more cores than another."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def with_practice(adapter: Adapter, spec: BenchmarkSpec) -> BenchmarkSpec:
-    """`spec` with the framework's best-practice settings (a `--set` of the same key wins) and,
-    for a one-rank CPU run, the common thread budget, all named in the spec."""
+    """`spec` with the framework's best-practice settings, named in `spec.practice` (a `--set`
+    of the same key wins: an ablation)."""
     if spec.impl != "ootb":
         return spec
     defaults = adapter.practice(spec)
     options = {k: v for k, v in spec.options.items() if k not in defaults}
     practice = {**defaults, **{k: v for k, v in spec.options.items() if k in defaults}}
-    if (
-        spec.device == "cpu"
-        and spec.world_size == 1  # several ranks split the host's cores among themselves
-        and "threads" in adapter.option_keys(spec.model)
-    ):
-        options.setdefault("threads", str(cpu_budget()))
     return spec.model_copy(update={"options": options, "practice": practice})
 
 

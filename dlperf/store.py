@@ -102,6 +102,15 @@ def find_result(results_dir: Path, config_key: str) -> Result | None:
     return found[0] if found else None
 
 
+def single_device_baseline(results_dir: Path, spec) -> Result | None:  # spec: BenchmarkSpec
+    """The newest stored 1x1 (one node, one device) result of `spec`'s configuration: what a
+    data-parallel run's speedup and scaling efficiency are measured against."""
+    if spec.world_size == 1:
+        return None
+    one = spec.model_copy(update={"nodes": 1, "devices_per_node": 1})
+    return find_result(results_dir, one.config_key())
+
+
 def results_frame(results: Iterable[Result]):  # -> pandas.DataFrame (pandas imported lazily)
     """One row per result: spec fields, status and the throughput summary."""
     import pandas as pd

@@ -80,6 +80,16 @@ def nvidia_gpus() -> list[dict[str, Any]]:
     return gpus
 
 
+def cpu_budget() -> int:
+    """The CPUs this process may run on (its affinity, else every CPU): every framework's
+    default thread budget on a CPU, so that none gets more cores than another (left to
+    themselves they differ: PyTorch takes the physical cores, others one per logical CPU)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def nvidia_gpu_found() -> bool:
     """Whether this host has an NVIDIA GPU a framework could use: nvidia-smi lists one, or the
     driver's device files exist (a container without nvidia-smi)."""

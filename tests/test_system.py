@@ -1,5 +1,7 @@
 import json
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -151,6 +153,57 @@ def test_nvidia_gpus_without_nvidia_smi(monkeypatch):
 def test_measure_cpu_gemm_peak_positive():
     flops = system.measure_cpu_gemm_peak(seconds=0.2, n=256)
     assert flops > 1e8  # anything slower than 0.1 GFLOP/s is a broken measurement
+
+
+RealLoadMeter = system.LoadMeter
+
+
+class _FakeMeter:
+    """A LoadMeter that reports `share` of the CPUs taken by other processes."""
+
+    share = 0.0
+
+    def stop(self) -> dict:
+        return {"other_share": self.share, "load1_start": 0.1}
+
+
+@pytest.fixture(autouse=True)
+def _idle_machine(monkeypatch):
+    """The peak tests fake the GEMM; the machine's real load must not decide the caching."""
+    _FakeMeter.share = 0.0
+    monkeypatch.setattr(system, "LoadMeter", _FakeMeter)
+    monkeypatch.setattr(system, "_UNCACHED_PEAKS", {})
+
+
+def test_cpu_peak_measured_under_load_is_never_cached_nor_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLPERF_HOME", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(
+        system, "measure_cpu_gemm_peak", lambda seconds=2.0, n=1024: calls.append(1) or 41e9
+    )
+    _FakeMeter.share = 0.6  # other processes took 60 % of the CPUs while the GEMMs ran
+    busy = system.cpu_peak()
+    assert busy["under_load"] and busy["other_share"] == 0.6 and busy["flops"] == 41e9
+    assert not (tmp_path / "machine.json").exists()
+    assert system.peak_flops("cpu", None, "fp32") is None  # no MFU from a low peak
+    assert len(calls) == 1  # one process does not measure under load twice
+    _FakeMeter.share = 0.02
+    idle = system.cpu_peak(refresh=True)
+    assert not idle["under_load"] and (tmp_path / "machine.json").exists()
+    assert system.peak_flops("cpu", None, "fp32")[0] == 41e9
+
+
+@pytest.mark.multiprocess
+def test_load_meter_sees_other_processes():
+    hog = "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"
+    meter = RealLoadMeter()
+    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(system.cpu_budget())]
+    time.sleep(1.0)
+    busy = meter.stop()  # the hogs run and are not waited for: other processes, not ours
+    for p in hogs:
+        p.wait()
+    assert busy["other_share"] > 0.5 and busy["other_cpu_s"] > 0.5
+    assert busy["cpu_count"] >= 1 and busy["wall_s"] >= 1.0
 
 
 def test_cpu_peak_is_cached(tmp_path, monkeypatch):

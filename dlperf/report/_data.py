@@ -18,6 +18,9 @@ from dlperf.schema import (
 from dlperf.store import latest_per_config
 
 MESSAGE_CHARS = 120
+# A data-parallel run cannot beat N x one device by more than noise; above this it is suspect
+# (a busy machine during the 1x1 run, simulated nodes sharing one host, a wrong sample count).
+SUSPECT_EFFICIENCY = 1.05
 
 
 def _rank(value: str, order: tuple[str, ...]) -> tuple[int, str]:
@@ -30,6 +33,7 @@ class Config:
 
     impl: str
     options: tuple[tuple[str, str], ...]
+    practice: tuple[tuple[str, str], ...]
     mode: str
     precision: str
     xla: bool
@@ -47,6 +51,7 @@ class Config:
         return cls(
             impl=s.impl,
             options=tuple(sorted(s.options.items())),
+            practice=tuple(sorted(s.practice.items())),
             mode=s.mode,
             precision=s.precision,
             xla=s.xla,
@@ -60,14 +65,16 @@ class Config:
         )
 
     def row_key(self) -> Config:
-        """The cross-framework row: official implementations of any upstream share it."""
-        return replace(self, source="")
+        """The cross-framework row: official implementations of any upstream share it, and so
+        do the frameworks' own best-practice settings (each framework names its own)."""
+        return replace(self, source="", practice=())
 
     def group(self) -> tuple:
         """Sort key of the per-framework table this configuration belongs to."""
         return (
             _rank(self.impl, IMPLS),
             self.options,
+            self.practice,
             _rank(self.mode, MODES),
             _rank(self.precision, PRECISIONS),
             self.xla,
@@ -101,13 +108,18 @@ class Config:
         return f"{label} ({', '.join(f'{k}={v}' for k, v in self.options)})"
 
     @property
+    def practice_label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.practice)
+
+    @property
     def topology(self) -> str:
         return f"{self.nodes}x{self.devices_per_node}"
 
     def group_title(self) -> str:
-        return " · ".join(
-            (self.mode, self.precision_label, self.device, self.shape_label, self.impl_label)
-        )
+        parts = [self.mode, self.precision_label, self.device, self.shape_label, self.impl_label]
+        if self.practice:
+            parts.append(f"best practice: {self.practice_label}")
+        return " · ".join(parts)
 
 
 def select(results: Iterable[Result], model: str) -> list[Result]:
@@ -179,8 +191,47 @@ def scaling_series(results: Sequence[Result], model: str) -> dict[str, list[tupl
         one = base[0].metrics.throughput.median
         points = sorted((r.spec.world_size, r.metrics.throughput.median / one) for r in group)
         c = Config.of(group[0])
-        label = f"{framework} {c.precision_label} b{batch}" + (
+        label = f"{framework} {c.device} {c.precision_label} b{batch}" + (
             f" ({c.impl_label})" if c.impl_label != "ootb" else ""
         )
+        if c.practice:
+            label += f" [{c.practice_label}]"
         series[label] = points
     return series
+
+
+def scaling_efficiency(result: Result, base: Result | None) -> float | None:
+    """Median throughput / (world size x the 1x1 median): 1.0 is linear scaling."""
+    t = result.metrics.throughput
+    b = base.metrics.throughput if base else None
+    if t is None or b is None or result.status == ResultStatus.failed or not b.median:
+        return None
+    return t.median / b.median / result.spec.world_size
+
+
+def max_other_share(result: Result) -> float | None:
+    """The largest share of the machine's CPUs other processes took during a repeat."""
+    shares = [r.machine_load.other_share for r in result.repeats if r.machine_load]
+    return max(shares) if shares else None
+
+
+def suspect_scaling(results: Sequence[Result]) -> list[tuple[Result, float]]:
+    """(result, scaling efficiency) of every data-parallel result that scales better than
+    linearly against the 1x1 result of its configuration."""
+    ones = {
+        r.spec.model_copy(update={"nodes": 1, "devices_per_node": 1}).config_key(): r
+        for r in latest_per_config(results)
+        if r.spec.world_size == 1
+    }
+    out = []
+    for r in latest_per_config(results):
+        if r.spec.world_size > 1:
+            efficiency = scaling_efficiency(
+                r,
+                ones.get(
+                    r.spec.model_copy(update={"nodes": 1, "devices_per_node": 1}).config_key()
+                ),
+            )
+            if efficiency is not None and efficiency > SUSPECT_EFFICIENCY:
+                out.append((r, efficiency))
+    return out

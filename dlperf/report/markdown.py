@@ -7,10 +7,12 @@ from itertools import groupby
 
 from dlperf.models import MODELS
 from dlperf.report._data import (
+    SUSPECT_EFFICIENCY,
     Config,
     configs,
     first_failed,
     frameworks,
+    max_other_share,
     ok_count,
     one_line,
     repeats_in_order,
@@ -111,7 +113,16 @@ def _measurement(results: Sequence[Result], footnotes: dict[str, int]) -> list[s
         "the same table and batch size per device; scaling efficiency is the speedup divided by "
         "the number of devices (nodes x devices per node). MFU (model FLOP utilization) is the "
         "achieved model FLOP/s (FLOPs per sample x median samples/s) divided by the device's "
-        "peak FLOP/s.",
+        "peak FLOP/s (a CPU's is measured only on an idle machine). A scaling efficiency above "
+        f"{100 * SUSPECT_EFFICIENCY:.0f}% is marked *suspect*: more than linear speedup means the "
+        "1x1 baseline or the run itself was disturbed.",
+        "",
+        "Every framework runs with its own best practice, named beside its numbers (for example "
+        "PyTorch's `channels_last`, `fused_optimizer`) and switchable with `--set KEY=VALUE`; "
+        "on a CPU every framework gets the same thread budget (`threads`). *busy* is the "
+        "largest share of the machine's CPUs that other processes took while a repeat ran; "
+        "`(noisy)` marks a median whose repeats disagree or ran on a busy machine (see "
+        "*Warnings*).",
         "",
     ]
     if footnotes:
@@ -162,16 +173,21 @@ def _median(result: Result, with_counts: bool = True) -> str:
     text = f"{t.median:.2f}"
     if with_counts and result.status == ResultStatus.partial:
         text += f" ({ok_count(result)}/{len(result.repeats)} ok)"
+    if result.metrics.noisy:
+        text += " (noisy)"
     return text
 
 
 def _cells(results: Sequence[Result]) -> str:
-    """One cross-framework cell; several official upstreams of one framework are all shown."""
+    """One cross-framework cell; several official upstreams, or several best-practice settings
+    (an ablation) of one framework are all shown, each with what tells it apart."""
     if not results:
         return DASH
     if len(results) == 1:
         return _median(results[0])
-    return "; ".join(f"{_median(r)} ({r.spec.source})" for r in results)
+    return "; ".join(
+        f"{_median(r)} ({r.spec.source or Config.of(r).practice_label})" for r in results
+    )
 
 
 def _cross_framework(results: Sequence[Result], model: str) -> list[str]:
@@ -247,6 +263,7 @@ def _framework_section(
             "CV",
             "repeats ok",
             "MFU",
+            "busy",
             "window",
         ]
         lines += _table(header, rows)
@@ -259,7 +276,11 @@ def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]
     s, t, m = result.spec, result.metrics.throughput, result.metrics
     ok = result.status != ResultStatus.failed and t is not None
     speedup = f"{t.median / base:.2f}" if ok and base else DASH
-    efficiency = f"{100 * t.median / base / s.world_size:.1f}%" if ok and base else DASH
+    efficiency = DASH
+    if ok and base:
+        ratio = t.median / base / s.world_size
+        efficiency = f"{100 * ratio:.1f}%" + (" (suspect)" if ratio > SUSPECT_EFFICIENCY else "")
+    busy = max_other_share(result)
     mfu = DASH
     if ok and m.mfu is not None:
         mfu = f"{100 * m.mfu:.2f}%"
@@ -276,6 +297,7 @@ def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]
         f"{100 * t.cv:.1f}%" if ok else DASH,
         f"{ok_count(result)}/{len(result.repeats)}",
         mfu,
+        DASH if busy is None else f"{100 * busy:.0f}%",
         _window(result),
     ]
 
