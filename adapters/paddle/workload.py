@@ -10,6 +10,7 @@ Usage:
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
     python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
     python workload.py --model resnet50 --mode infer [--loadgen-settings JSON]  # forward only
+    python workload.py --model resnet50 --data-format NHWC --multi-tensor 1  # best practice
 """
 
 from __future__ import annotations
@@ -46,21 +47,22 @@ class Bottleneck(nn.Layer):
 
     expansion = 4
 
-    def __init__(self, in_ch: int, width: int, stride: int) -> None:
+    def __init__(self, in_ch: int, width: int, stride: int, data_format: str = "NCHW") -> None:
         super().__init__()
         out_ch = width * self.expansion
-        self.conv1 = nn.Conv2D(in_ch, width, 1, bias_attr=False)
-        self.bn1 = nn.BatchNorm2D(width)
-        self.conv2 = nn.Conv2D(width, width, 3, stride=stride, padding=1, bias_attr=False)
-        self.bn2 = nn.BatchNorm2D(width)
-        self.conv3 = nn.Conv2D(width, out_ch, 1, bias_attr=False)
-        self.bn3 = nn.BatchNorm2D(out_ch)
+        fmt = {"data_format": data_format}
+        self.conv1 = nn.Conv2D(in_ch, width, 1, bias_attr=False, **fmt)
+        self.bn1 = nn.BatchNorm2D(width, **fmt)
+        self.conv2 = nn.Conv2D(width, width, 3, stride=stride, padding=1, bias_attr=False, **fmt)
+        self.bn2 = nn.BatchNorm2D(width, **fmt)
+        self.conv3 = nn.Conv2D(width, out_ch, 1, bias_attr=False, **fmt)
+        self.bn3 = nn.BatchNorm2D(out_ch, **fmt)
         self.relu = nn.ReLU()
         self.downsample: nn.Layer | None = None
         if stride != 1 or in_ch != out_ch:
             self.downsample = nn.Sequential(
-                nn.Conv2D(in_ch, out_ch, 1, stride=stride, bias_attr=False),
-                nn.BatchNorm2D(out_ch),
+                nn.Conv2D(in_ch, out_ch, 1, stride=stride, bias_attr=False, **fmt),
+                nn.BatchNorm2D(out_ch, **fmt),
             )
 
     def forward(self, x: paddle.Tensor) -> paddle.Tensor:
@@ -75,23 +77,28 @@ STAGES = ((64, 3), (128, 4), (256, 6), (512, 3))  # (width, blocks)
 
 
 class ResNet50(nn.Layer):
-    def __init__(self, num_classes: int = 1000) -> None:
+    """`data_format` "NHWC" (channels last) changes only the memory layout of the activations
+    (and the images it takes): a conv weight is [out, in, kh, kw] in either layout, so the
+    same seed gives the same weights and the same loss."""
+
+    def __init__(self, num_classes: int = 1000, data_format: str = "NCHW") -> None:
         super().__init__()
-        self.conv1 = nn.Conv2D(3, 64, 7, stride=2, padding=3, bias_attr=False)
-        self.bn1 = nn.BatchNorm2D(64)
+        fmt = {"data_format": data_format}
+        self.conv1 = nn.Conv2D(3, 64, 7, stride=2, padding=3, bias_attr=False, **fmt)
+        self.bn1 = nn.BatchNorm2D(64, **fmt)
         self.relu = nn.ReLU()
-        self.maxpool = nn.MaxPool2D(3, stride=2, padding=1)
+        self.maxpool = nn.MaxPool2D(3, stride=2, padding=1, **fmt)
         stages = []
         in_ch = 64
         for i, (width, blocks) in enumerate(STAGES):
             layers = []
             for b in range(blocks):
                 stride = 2 if (b == 0 and i > 0) else 1
-                layers.append(Bottleneck(in_ch, width, stride))
+                layers.append(Bottleneck(in_ch, width, stride, data_format))
                 in_ch = width * Bottleneck.expansion
             stages.append(nn.Sequential(*layers))
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
-        self.avgpool = nn.AdaptiveAvgPool2D(1)
+        self.avgpool = nn.AdaptiveAvgPool2D(1, **fmt)
         self.fc = nn.Linear(in_ch, num_classes)
 
         for m in self.sublayers():
@@ -112,7 +119,7 @@ class ResNet50(nn.Layer):
     def forward(self, x: paddle.Tensor) -> paddle.Tensor:
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(paddle.flatten(self.avgpool(x), 1))
+        return self.fc(paddle.flatten(self.avgpool(x), 1))  # [N,C,1,1] or [N,1,1,C] -> [N,C]
 
 
 def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
@@ -296,7 +303,7 @@ def count_params(model: nn.Layer) -> int:
 
 def build_model(args: argparse.Namespace) -> nn.Layer:
     if args.model == "resnet50":
-        return ResNet50(args.num_classes)
+        return ResNet50(args.num_classes, args.data_format)
     return BertForPreTraining(BERT_BASE)
 
 
@@ -327,27 +334,123 @@ def cpu_native_bf16() -> bool | None:
     return None
 
 
-def amp_problem(amp_dtype: str) -> str | None:
-    """None if paddle.amp.auto_cast really computes a Linear in `amp_dtype` here, else why not.
-    (On CPUPlace Paddle 3.x's auto_cast is a no-op with a warning: fp32 must not be labelled
-    as amp.)"""
+def amp_problem(amp_dtype: str, level: str = "O1") -> str | None:
+    """None if paddle.amp.auto_cast (after paddle.amp.decorate at O2) really computes a Linear
+    in `amp_dtype` here, else why not. (On CPUPlace Paddle 3.x's auto_cast is a no-op with a
+    warning: fp32 must not be labelled as amp.)"""
     try:
         layer = nn.Linear(8, 8)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with paddle.amp.auto_cast(level="O1", dtype=amp_dtype):
+            if level == "O2":
+                layer = paddle.amp.decorate(models=layer, level="O2", dtype=amp_dtype)
+            with paddle.amp.auto_cast(level=level, dtype=amp_dtype):
                 out = layer(paddle.ones([2, 8]))
         got = str(out.dtype).replace("paddle.", "")
     except Exception as exc:  # noqa: BLE001 - any failure means the path does not work here
-        return f"paddle.amp.auto_cast(dtype={amp_dtype!r}) failed: {type(exc).__name__}: {exc}"
+        return (
+            f"paddle.amp.auto_cast(level={level!r}, dtype={amp_dtype!r}) failed: "
+            f"{type(exc).__name__}: {exc}"
+        )
     if got != amp_dtype:
         said = "; ".join(str(w.message).strip() for w in caught if "amp" in str(w.message))
         return (
-            f"paddle {paddle.__version__}: paddle.amp.auto_cast(level='O1', dtype={amp_dtype!r}) "
-            f"has no effect on {paddle.get_device()} (a Linear still computes in {got})"
-            + (f": {said}" if said else "")
+            f"paddle {paddle.__version__}: paddle.amp.auto_cast(level={level!r}, "
+            f"dtype={amp_dtype!r}) has no effect on {paddle.get_device()} (a Linear still "
+            f"computes in {got})" + (f": {said}" if said else "")
         )
     return None
+
+
+# What the best-practice flags really did here (a flag this build lacks, a layout its kernels
+# refuse): reported in the start event and the log.
+APPLIED: dict[str, object] = {}
+
+# The cuDNN flags a --<flag> argument sets (argparse dest -> Paddle flag).
+CUDNN_FLAGS = {
+    "cudnn_exhaustive_search": "FLAGS_cudnn_exhaustive_search",
+    "conv_workspace_size_limit": "FLAGS_conv_workspace_size_limit",
+    "cudnn_batchnorm_spatial_persistent": "FLAGS_cudnn_batchnorm_spatial_persistent",
+}
+
+
+def apply_cudnn_flags(args: argparse.Namespace, on_gpu: bool) -> None:
+    """paddle.set_flags for each cuDNN flag asked for, recording the value Paddle reports
+    back. A CPU build has none of these flags (get/set raise): there an explicit request is
+    recorded as not applicable instead of failing."""
+    for dest, flag in CUDNN_FLAGS.items():
+        value = getattr(args, dest)
+        if value is None:
+            continue
+        if not on_gpu:
+            APPLIED[dest] = "n/a on cpu (no cuDNN)"
+            continue
+        try:
+            paddle.set_flags({flag: value})
+            got = paddle.get_flags(flag)[flag]
+        except Exception as exc:  # noqa: BLE001 - a build without the flag
+            APPLIED[dest] = f"unavailable in paddle {paddle.__version__}: {type(exc).__name__}"
+            continue
+        APPLIED[dest] = got if isinstance(got, bool) else int(got)
+
+
+def layout_problem(data_format: str) -> str | None:
+    """None if a conv + batch norm + max pool + global average pool trains (forward and
+    backward) in `data_format` on the current device, else why not."""
+    try:
+        x = paddle.ones([2, 8, 8, 3] if data_format == "NHWC" else [2, 3, 8, 8])
+        x.stop_gradient = False
+        fmt = {"data_format": data_format}
+        block = nn.Sequential(
+            nn.Conv2D(3, 4, 3, padding=1, bias_attr=False, **fmt),
+            nn.BatchNorm2D(4, **fmt),
+            nn.MaxPool2D(3, stride=2, padding=1, **fmt),
+            nn.AdaptiveAvgPool2D(1, **fmt),
+        )
+        block(x).sum().backward()
+    except Exception as exc:  # noqa: BLE001 - any failure means the layout does not work here
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"{type(exc).__name__}: {first}"
+    return None
+
+
+def synthetic_images(args: argparse.Namespace, rng: np.random.RandomState) -> paddle.Tensor:
+    """The batch of images, drawn in NCHW (so both layouts see the same pixels) and laid out
+    as the model's `data_format` wants."""
+    b, size = args.batch_size, args.image_size
+    images = rng.standard_normal((b, 3, size, size)).astype("float32")
+    if args.data_format == "NHWC":
+        images = np.ascontiguousarray(images.transpose(0, 2, 3, 1))
+    return paddle.to_tensor(images)
+
+
+def make_optimizer(
+    args: argparse.Namespace, params: list[paddle.Tensor]
+) -> paddle.optimizer.Optimizer:
+    """ResNet50: Momentum (lr 0.1, momentum 0.9, L2 1e-4); BERT: AdamW (lr 1e-4, decay 0.01).
+    --multi-tensor 1 merges Momentum's per-parameter updates into one op (use_multi_tensor);
+    AMP O2 keeps fp32 master weights (multi_precision), as paddle.amp.decorate expects."""
+    master = args.precision == "amp" and args.amp_level == "O2"
+    if args.model != "resnet50":
+        if args.multi_tensor:
+            APPLIED["multi_tensor"] = (
+                f"n/a: AdamW has no use_multi_tensor in paddle {paddle.__version__}"
+            )
+        return paddle.optimizer.AdamW(
+            learning_rate=1e-4, parameters=params, weight_decay=0.01, multi_precision=master
+        )
+    kw = {"learning_rate": 0.1, "momentum": 0.9, "weight_decay": 1e-4, "multi_precision": master}
+    kw["parameters"] = params
+    if args.multi_tensor:
+        try:
+            optimizer = paddle.optimizer.Momentum(use_multi_tensor=True, **kw)
+            APPLIED["multi_tensor"] = True
+            return optimizer
+        except (TypeError, ValueError, RuntimeError) as exc:
+            APPLIED["multi_tensor"] = f"off (Momentum(use_multi_tensor=True) failed: {exc})"
+    else:
+        APPLIED["multi_tensor"] = False
+    return paddle.optimizer.Momentum(**kw)
 
 
 def make_step(
@@ -360,18 +463,16 @@ def make_step(
     """
     rng = np.random.RandomState(args.seed)
     b = args.batch_size
-    params = trainable_parameters(model)
+    amp = args.precision == "amp"
+    optimizer = make_optimizer(args, trainable_parameters(model))
     if args.model == "resnet50":
-        images = paddle.to_tensor(
-            rng.standard_normal((b, 3, args.image_size, args.image_size)).astype("float32")
-        )
+        images = synthetic_images(args, rng)
         labels = paddle.to_tensor(rng.randint(0, args.num_classes, (b,)).astype("int64"))
-        optimizer: paddle.optimizer.Optimizer = paddle.optimizer.Momentum(
-            learning_rate=0.1, momentum=0.9, parameters=params, weight_decay=1e-4
-        )
 
         def loss_fn(m: nn.Layer) -> paddle.Tensor:
-            return F.cross_entropy(m(images), labels)
+            logits = m(images)
+            # fp16 logits at O2: the softmax cross entropy is taken in fp32, as BERT's is.
+            return F.cross_entropy(logits.astype("float32") if amp else logits, labels)
 
     else:
         s = args.seq_len
@@ -393,7 +494,6 @@ def make_step(
         if not bool(attention_mask.all()):
             additive = (1.0 - attention_mask[:, None, None, :].astype("float32")) * -1e4
             attn_mask = paddle.to_tensor(additive)
-        optimizer = paddle.optimizer.AdamW(learning_rate=1e-4, parameters=params, weight_decay=0.01)
 
         def loss_fn(m: nn.Layer) -> paddle.Tensor:
             mlm_logits, nsp_logits = m(input_ids_t, token_types_t, attn_mask)
@@ -409,13 +509,15 @@ def make_step(
     # the harness's warm-up window absorbs it.
     run_model = paddle.jit.to_static(model, full_graph=True) if args.xla else model
 
-    amp = args.precision == "amp"
     amp_dtype = "float16" if on_gpu else "bfloat16"
     # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
     scaler = paddle.amp.GradScaler(init_loss_scaling=2.0**16) if amp and on_gpu else None
+    level = args.amp_level
 
     def step() -> paddle.Tensor:
-        ctx = paddle.amp.auto_cast(level="O1", dtype=amp_dtype) if amp else contextlib.nullcontext()
+        ctx = (
+            paddle.amp.auto_cast(level=level, dtype=amp_dtype) if amp else contextlib.nullcontext()
+        )
         with ctx:
             loss = loss_fn(run_model)
         if scaler is not None:
@@ -443,8 +545,7 @@ def make_predict(args: argparse.Namespace, model: nn.Layer, on_gpu: bool) -> Cal
     rng = np.random.RandomState(args.seed)
     b = args.batch_size
     if args.model == "resnet50":
-        images = rng.standard_normal((b, 3, args.image_size, args.image_size)).astype("float32")
-        inputs: tuple[paddle.Tensor | None, ...] = (paddle.to_tensor(images),)
+        inputs: tuple[paddle.Tensor | None, ...] = (synthetic_images(args, rng),)
     else:
         s = args.seq_len
         input_ids = rng.randint(0, BERT_BASE["vocab"], (b, s)).astype("int64")
@@ -460,7 +561,11 @@ def make_predict(args: argparse.Namespace, model: nn.Layer, on_gpu: bool) -> Cal
     def predict(n: int) -> float:
         rows = b if args.xla else n
         amp = args.precision == "amp"
-        ctx = paddle.amp.auto_cast(level="O1", dtype=amp_dtype) if amp else contextlib.nullcontext()
+        ctx = (
+            paddle.amp.auto_cast(level=args.amp_level, dtype=amp_dtype)
+            if amp
+            else contextlib.nullcontext()
+        )
         with paddle.no_grad(), ctx:
             out = run_model(*(t if t is None or rows == b else t[:rows] for t in inputs))
         if on_gpu:
@@ -498,6 +603,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="CPU math library threads")
+    # Best practice, each switchable (the adapter passes its defaults for the device and model);
+    # left out, each is Paddle's own default (the cuDNN flags: left as Paddle set them).
+    amp_help = "amp: O1 (listed ops in low precision) or O2 (low-precision weights, fp32 master)"
+    p.add_argument("--amp-level", choices=("O1", "O2"), default="O1", help=amp_help)
+    layout_help = "resnet50: layout of the images and every conv/BN/pool layer"
+    p.add_argument("--data-format", choices=("NCHW", "NHWC"), default="NCHW", help=layout_help)
+    switch = {"type": int, "choices": (0, 1)}
+    p.add_argument("--multi-tensor", **switch, default=0, help="resnet50: Momentum multi-tensor")
+    p.add_argument("--cudnn-exhaustive-search", **switch, help="FLAGS_cudnn_exhaustive_search")
+    p.add_argument("--conv-workspace-size-limit", type=int, metavar="MB", help="cuDNN conv scratch")
+    p.add_argument("--cudnn-batchnorm-spatial-persistent", **switch, help="persistent cuDNN BN")
     p.add_argument("--mode", choices=("train", "infer"), default="train")
     p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
@@ -549,10 +665,10 @@ def main(argv: list[str] | None = None) -> int:
 
         dist.init_parallel_env()
     if on_gpu:
-        # Honest fp32: no TF32 for matmuls/convolutions; cudnn exhaustive search for convs.
-        paddle.set_flags({"FLAGS_cudnn_exhaustive_search": True})
+        # Honest fp32: no TF32 for matmuls/convolutions.
         with contextlib.suppress(Exception):
             paddle.set_flags({"FLAGS_enable_cublas_tensor_op_math": False})
+    apply_cudnn_flags(args, on_gpu)
 
     path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
     events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
@@ -572,12 +688,28 @@ def main(argv: list[str] | None = None) -> int:
     amp_dtype = None
     if args.precision == "amp":
         amp_dtype = "float16" if on_gpu else "bfloat16"
-        problem = amp_problem(amp_dtype)
+        problem = amp_problem(amp_dtype, args.amp_level)
         if problem:
             return unsupported(problem)
+        APPLIED["amp_level"] = (
+            f"O2 ({amp_dtype} weights, fp32 master weights)" if args.amp_level == "O2" else "O1"
+        )
+    elif args.amp_level != "O1":
+        APPLIED["amp_level"] = f"n/a ({args.precision})"
+    if args.model == "resnet50":
+        APPLIED["data_format"] = args.data_format
+        if args.data_format == "NHWC" and (problem := layout_problem("NHWC")):
+            args.data_format = "NCHW"
+            APPLIED["data_format"] = f"NCHW (NHWC fails on {paddle.get_device()}: {problem})"
+    elif args.data_format != "NCHW":
+        APPLIED["data_format"] = "n/a (no convolutions)"
 
     paddle.seed(args.seed)  # the same initial weights on every worker
     model = build_model(args)
+    if amp_dtype and args.amp_level == "O2":
+        # Pure low precision: weights cast once (norm layers stay fp32); the optimizer keeps
+        # fp32 master weights (multi_precision), as PaddleClas's and PaddleNLP's O2 runs do.
+        model = paddle.amp.decorate(models=model, level="O2", dtype=amp_dtype, save_dtype="float32")
     model.train()
     if world > 1 and args.mode == "train":  # inference: each worker runs its own model
         model = paddle.DataParallel(model)
@@ -590,6 +722,11 @@ def main(argv: list[str] | None = None) -> int:
     native_bf16 = None if on_gpu else cpu_native_bf16()
     threads = args.threads or (int(os.environ["OMP_NUM_THREADS"]) if os.environ.get(
         "OMP_NUM_THREADS", "").isdigit() else None)  # fmt: skip
+
+    if args.mode == "infer":
+        predict = make_predict(args, model, on_gpu)
+    else:
+        step, _optimizer, _run_model = make_step(args, model, on_gpu)
 
     emit(
         event="start",
@@ -611,6 +748,7 @@ def main(argv: list[str] | None = None) -> int:
         threads=threads,
         tf32=False if on_gpu else None,
         cpu_native_bf16=native_bf16,
+        practice=APPLIED,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
@@ -621,11 +759,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{threads or 'default'} threads, {args.steps} steps",
         flush=True,
     )
-
-    if args.mode == "infer":
-        predict = make_predict(args, model, on_gpu)
-    else:
-        step, _optimizer, _run_model = make_step(args, model, on_gpu)
+    print("best practice: " + (", ".join(f"{k} {v}" for k, v in sorted(APPLIED.items()))
+                               or "(none)"), flush=True)  # fmt: skip
 
     def sync() -> None:
         if on_gpu:
