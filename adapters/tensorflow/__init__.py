@@ -10,6 +10,8 @@ from dlperf.adapter import Command, WorkloadScriptAdapter
 from dlperf.launch import tf_config
 from dlperf.schema import BenchmarkSpec
 
+CONV_MODELS = ("resnet50",)
+
 
 class TensorFlowAdapter(WorkloadScriptAdapter):
     name = "tensorflow"
@@ -19,11 +21,79 @@ class TensorFlowAdapter(WorkloadScriptAdapter):
     python = "3.11"
     verify = "import tensorflow as tf; print(tf.__version__)"
 
+    cuda_check = (
+        "import os, sys\n"
+        "os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')\n"
+        "import tensorflow as tf\n"
+        "if not tf.config.list_physical_devices('GPU'):\n"
+        "    sys.exit(f'tensorflow {tf.__version__} (CUDA build: {tf.test.is_built_with_cuda()}) "
+        'sees no GPU: tf.config.list_physical_devices("GPU") is empty\')\n'
+    )
+
     def option_keys(self, model: str) -> dict[str, str]:
-        return {
+        keys = {
             "threads": "intra-op threads (default: TensorFlow's own choice)",
             "seed": "seed for the synthetic data and weights (default 0)",
+            "gpu_thread_mode": "TF_GPU_THREAD_MODE: global (TensorFlow's default), gpu_private "
+            "(each GPU launches its kernels from 2 threads of its own) or gpu_shared",
         }
+        if model in CONV_MODELS:
+            keys["data_format"] = "channels_last (NHWC) or channels_first (NCHW) images and convs"
+        return keys
+
+    def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
+        """The settings TensorFlow's own ResNet50/BERT GPU training scripts use, each cited below.
+
+        On CUDA: the GPU thread mode gpu_private for both models, and for ResNet50 the layout
+        TensorFlow itself prefers for the precision: channels_first (NCHW) in fp32, as
+        tf-models' legacy ResNet and NVIDIA's scripts build it; channels_last (NHWC, what
+        Tensor Cores take) under mixed float16, as Model Garden's current GPU config builds it
+        (the older scripts keep NCHW there too and leave the switch to Grappler). Grappler's
+        layout optimizer draws the same line: it re-lays out a GPU graph to NCHW unless most
+        convolutions are fp16 on Volta or newer (then NHWC). Under --xla Grappler does not
+        run, so the layout built is the layout XLA starts from.
+
+        On a CPU: channels_last, and no thread mode. TensorFlow's own CPU convolutions are
+        NHWC-only (NCHW runs only through the oneDNN kernels, and Keras 3 transposes around
+        every NCHW pooling), tf-models' ResNet picks channels_last when there is no GPU, and
+        TF_GPU_THREAD_MODE only changes the threads that launch GPU kernels.
+
+        Left out, as not real or not a switch here: a fused / multi-tensor optimizer (Keras 3's
+        optimizers update variable by variable; the fused kernels were tf.keras 2's), cuDNN's
+        persistent batch norm (TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT, in tf-models and
+        NVIDIA's scripts) because it acts on FusedBatchNormV3 and Keras 3's BatchNormalization
+        is built from moments and elementwise ops; TF_GPU_THREAD_COUNT (2, the count those
+        scripts set, is TensorFlow's default); XLA, mixed precision and its dynamic loss scale,
+        which are the spec's own --xla and --precision axes."""
+        out: dict[str, str] = {}
+        cuda = spec.device == "cuda"
+        if spec.model in CONV_MODELS:
+            if not cuda:
+                # tensorflow/models official/legacy/image_classification/resnet/
+                # resnet_ctl_imagenet_main.py: channels_last when no GPU is present.
+                out["data_format"] = "channels_last"
+            elif spec.precision == "amp":
+                # tensorflow/models official/vision/configs/experiments/image_classification/
+                # imagenet_resnet50_gpu.yaml (mixed_precision_dtype float16, input [224, 224, 3],
+                # the backbone in Keras's default channels_last); tensorflow/tensorflow
+                # tensorflow/core/grappler/optimizers/generic_layout_optimizer.cc (NHWC when
+                # most GPU convolutions are fp16 on compute capability >= 7.0).
+                out["data_format"] = "channels_last"
+            else:
+                # tensorflow/models official/legacy/image_classification/resnet/
+                # resnet_ctl_imagenet_main.py (channels_first when a GPU is present);
+                # NVIDIA/DeepLearningExamples TensorFlow/Classification/ConvNets/utils/
+                # cmdline_helper.py (--data_format default NCHW) and
+                # TensorFlow2/Classification/ConvNets/config/defaults.py (channels_first).
+                out["data_format"] = "channels_first"
+        if cuda:
+            # tensorflow/models official/utils/misc/keras_utils.py
+            # (set_gpu_thread_mode_and_count), set by official/benchmark/
+            # keras_imagenet_benchmark.py ("Thread tuning to improve performance") and
+            # bert_squad_benchmark.py; NVIDIA/DeepLearningExamples
+            # TensorFlow/Classification/ConvNets/runtime/runner.py (TF_GPU_THREAD_MODE).
+            out["gpu_thread_mode"] = "gpu_private"
+        return out
 
     def extra_env(self, spec: BenchmarkSpec) -> dict[str, str]:
         return {"TF_CPP_MIN_LOG_LEVEL": "2"}  # quiet C++ start-up chatter; errors still show

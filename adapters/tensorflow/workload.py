@@ -8,6 +8,10 @@ workload; follows the dlperf events contract ($DLPERF_EVENTS: start, ready, step
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
     python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
     python workload.py --model resnet50 --mode infer [--loadgen-settings JSON]  # forward only
+
+Best practice (the adapter passes its defaults; see adapters/tensorflow/__init__.py):
+`--data-format channels_last|channels_first` (ResNet50's layout) and `--gpu-thread-mode MODE`
+(TF_GPU_THREAD_MODE). What really applied is the start event's `practice`.
 """
 
 from __future__ import annotations
@@ -43,38 +47,47 @@ BN = {"epsilon": 1e-5, "momentum": 0.9}
 LN_EPS = 1e-12
 
 # --------------------------------------------------------------------------------------------
-# ResNet50-v1.5 (channels-last; explicit zero padding reproduces PyTorch's symmetric padding)
+# ResNet50-v1.5 (channels_last = NHWC, or channels_first = NCHW with --data-format; explicit
+# zero padding reproduces PyTorch's symmetric padding). Weights have the same shapes and are
+# drawn in the same order in both layouts, so one seed gives the same network.
 # --------------------------------------------------------------------------------------------
 
 
-def conv(x, filters: int, kernel: int, stride: int = 1, name: str = ""):
+def conv(x, filters: int, kernel: int, stride: int = 1, df: str = "channels_last"):
     pad = kernel // 2
     if pad:
-        x = layers.ZeroPadding2D(pad)(x)
-    return layers.Conv2D(filters, kernel, strides=stride, use_bias=False, name=name or None)(x)
+        x = layers.ZeroPadding2D(pad, data_format=df)(x)
+    return layers.Conv2D(filters, kernel, strides=stride, use_bias=False, data_format=df)(x)
 
 
-def bottleneck(x, width: int, stride: int):
+def batch_norm(data_format: str, **kw) -> layers.BatchNormalization:
+    return layers.BatchNormalization(axis=1 if data_format == "channels_first" else -1, **BN, **kw)
+
+
+def bottleneck(x, width: int, stride: int, data_format: str = "channels_last"):
     """1x1 reduce, 3x3 carrying the stride (the v1.5 change), 1x1 expand, plus the shortcut."""
+    df = data_format
     out_ch = width * 4
     shortcut = x
-    if stride != 1 or x.shape[-1] != out_ch:
-        shortcut = layers.BatchNormalization(**BN)(conv(x, out_ch, 1, stride))
-    y = layers.ReLU()(layers.BatchNormalization(**BN)(conv(x, width, 1)))
-    y = layers.ReLU()(layers.BatchNormalization(**BN)(conv(y, width, 3, stride)))
-    y = layers.BatchNormalization(**BN, gamma_initializer="zeros")(conv(y, out_ch, 1))
+    if stride != 1 or x.shape[1 if df == "channels_first" else -1] != out_ch:
+        shortcut = batch_norm(df)(conv(x, out_ch, 1, stride, df))
+    y = layers.ReLU()(batch_norm(df)(conv(x, width, 1, 1, df)))
+    y = layers.ReLU()(batch_norm(df)(conv(y, width, 3, stride, df)))
+    y = batch_norm(df, gamma_initializer="zeros")(conv(y, out_ch, 1, 1, df))
     return layers.ReLU()(layers.Add()([y, shortcut]))
 
 
-def resnet50(image_size: int, num_classes: int) -> keras.Model:
-    inputs = keras.Input((image_size, image_size, 3))
-    x = layers.ReLU()(layers.BatchNormalization(**BN)(conv(inputs, 64, 7, 2)))
+def resnet50(image_size: int, num_classes: int, data_format: str = "channels_last") -> keras.Model:
+    df = data_format
+    shape = (3, image_size, image_size) if df == "channels_first" else (image_size, image_size, 3)
+    inputs = keras.Input(shape)
+    x = layers.ReLU()(batch_norm(df)(conv(inputs, 64, 7, 2, df)))
     # Zero padding before the max pool equals PyTorch's -inf padding: inputs are >= 0 (ReLU).
-    x = layers.MaxPooling2D(3, 2)(layers.ZeroPadding2D(1)(x))
+    x = layers.MaxPooling2D(3, 2, data_format=df)(layers.ZeroPadding2D(1, data_format=df)(x))
     for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
         for b in range(blocks):
-            x = bottleneck(x, width, stride if b == 0 else 1)
-    x = layers.GlobalAveragePooling2D()(x)
+            x = bottleneck(x, width, stride if b == 0 else 1, df)
+    x = layers.GlobalAveragePooling2D(data_format=df)(x)
     # The head stays float32 under mixed precision so the loss is computed in full precision.
     return keras.Model(inputs, layers.Dense(num_classes, dtype="float32")(x), name="resnet50")
 
@@ -197,7 +210,7 @@ def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
 
 def build_model(args: argparse.Namespace) -> keras.Model:
     if args.model == "resnet50":
-        return resnet50(args.image_size, args.num_classes)
+        return resnet50(args.image_size, args.num_classes, args.data_format)
     model = BertForPreTraining(BERT_BASE)
     model((tf.zeros((1, 8), tf.int32), tf.zeros((1, 8), tf.int32)))  # create the weights
     return model
@@ -232,6 +245,8 @@ def make_data(args: argparse.Namespace):
     if args.model == "resnet50":
         images = g.normal((b, args.image_size, args.image_size, 3))
         labels = g.uniform((b,), 0, args.num_classes, dtype=tf.int64)
+        if args.data_format == "channels_first":  # the same pixels, NCHW
+            images = tf.transpose(images, (0, 3, 1, 2))
         return images, labels
     s, vocab = args.seq_len, BERT_BASE["vocab"]
     input_ids = g.uniform((b, s), 0, vocab, dtype=tf.int64)
@@ -243,6 +258,39 @@ def make_data(args: argparse.Namespace):
     mlm_labels = tf.where(masked, g.uniform((b, s), 0, vocab, dtype=tf.int64), -100)
     nsp_labels = g.uniform((b,), 0, 2, dtype=tf.int64)
     return input_ids, token_types, mlm_labels, nsp_labels
+
+
+# What the best-practice flags really did here (a CPU may refuse NCHW convolutions, a thread
+# mode does nothing without a GPU): the start event's `practice` and the "best practice:" line.
+APPLIED: dict[str, str] = {}
+
+
+def usable_data_format(args: argparse.Namespace, device: str) -> tuple[str, str]:
+    """The layout to build ResNet50 in, and why it is not --data-format ("" when it is).
+
+    On a GPU cuDNN takes both layouts. On a CPU, TensorFlow's own Conv2D kernels take NHWC only
+    ("The Conv2D op currently only supports the NHWC tensor format on the CPU"); the oneDNN
+    kernels (on by default on x86 Linux) take NCHW too. So channels_first is tried on a tiny
+    convolution and its gradient first, compiled as the step will be; on refusal the run falls
+    back to channels_last. The probe uses no random numbers: the seeded weights stay the same.
+    """
+    if args.data_format == "channels_last" or device != "cpu":
+        return args.data_format, ""
+
+    def probe(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.nn.conv2d(x, tf.ones((1, 1, 1, 1)), 1, "VALID", data_format="NCHW")
+        return tape.gradient(y, x)
+
+    try:
+        with tf.device("/cpu:0"):
+            tf.function(probe, jit_compile=args.xla)(tf.ones((1, 1, 2, 2))).numpy()
+    except tf.errors.OpError as exc:  # InvalidArgument or Unimplemented, by TF version
+        lines = [line.strip() for line in str(exc.message).splitlines() if line.strip()]
+        reason = next((line for line in lines if "NHWC" in line), type(exc).__name__)
+        return "channels_last", f"channels_first refused on this CPU: {reason[:120]}"
+    return args.data_format, ""
 
 
 def make_step(args: argparse.Namespace, model: keras.Model, data, device: str, strategy=None):
@@ -355,6 +403,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="intra-op threads")
+    # Best practice, each switchable (the adapter passes its defaults for the device and model):
+    p.add_argument(
+        "--data-format",
+        choices=("channels_last", "channels_first"),
+        default="channels_last",
+        help="resnet50: NHWC or NCHW images and convolutions",
+    )
+    p.add_argument(
+        "--gpu-thread-mode",
+        choices=("global", "gpu_private", "gpu_shared"),
+        help="TF_GPU_THREAD_MODE (unset: TensorFlow's default, global)",
+    )
     p.add_argument("--mode", choices=("train", "infer"), default="train")
     p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
@@ -371,6 +431,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = parse_args(argv)
+    if args.gpu_thread_mode and not args.describe:
+        # Read once, when TensorFlow creates its GPU device (common_runtime/gpu/gpu_device.cc);
+        # nothing has created a device yet (the strategy below is the first thing that does).
+        os.environ["TF_GPU_THREAD_MODE"] = args.gpu_thread_mode
     on_host = int(os.environ.get("DLPERF_RANKS_ON_HOST", "1"))  # simulated nodes share cores
     threads = args.threads or (max(1, (os.cpu_count() or 1) // on_host) if on_host > 1 else 0)
     if threads:
@@ -420,6 +484,14 @@ def main(argv: list[str] | None = None) -> int:
         emit(event="unsupported", reason="--xla with several TensorFlow workers")
         print("unsupported: --xla with several workers (MultiWorkerMirroredStrategy)", flush=True)
         return 0
+    if args.model == "resnet50":
+        args.data_format, fallback = usable_data_format(args, device)
+        APPLIED["data_format"] = (
+            f"{args.data_format} ({fallback})" if fallback else args.data_format
+        )
+    if args.gpu_thread_mode:
+        no_gpu = " (no effect: no GPU)" if device != "gpu" else ""
+        APPLIED["gpu_thread_mode"] = os.environ["TF_GPU_THREAD_MODE"] + no_gpu
     tf.keras.utils.set_random_seed(args.seed)  # the same initial weights on every worker
     scope = strategy.scope() if strategy else tf.device(f"/{device}:0")
     with scope:
@@ -456,6 +528,7 @@ def main(argv: list[str] | None = None) -> int:
         keras_version=keras.__version__,
         rank=rank,
         world_size=strategy.num_replicas_in_sync if strategy else world,
+        practice=APPLIED,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
@@ -465,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{', XLA' if args.xla else ''}, {args.device} ({device_name}), {args.steps} steps",
         flush=True,
     )
+    applied = ", ".join(f"{k} {v}" for k, v in sorted(APPLIED.items()))
+    print(f"best practice: {applied or 'none for this model and device'}", flush=True)
     ready = time.monotonic()
     emit(event="ready", time=ready)
     print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
