@@ -869,6 +869,7 @@ def build_result(
             cpu_count=info.get("cpu_count_logical"),
             gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
             device_name=start.get("device_name"),
+            threads=start.get("threads") or None,
             env_vars=system.captured_env_vars(),
         )
     return Result(

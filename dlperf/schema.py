@@ -317,6 +317,7 @@ class Environment(_Frozen):
     cpu_count: int | None = None
     gpu: str | None = None
     device_name: str | None = None
+    threads: int | None = None  # the workload's CPU threads (its start line), where it says
     env_vars: dict[str, str] = Field(default_factory=dict)
 
 

@@ -134,6 +134,7 @@ def make_result(
             cpu_count=48,
             gpu=H100,
             device_name=start["device_name"],
+            threads=48 if device == "cpu" else None,
         ),
         warnings=warnings,
     )
@@ -190,7 +191,7 @@ Peak FLOP/s sources (marked on each MFU value):
 | gpu-node-01 | Linux-5.15.0-105-generic-x86_64-with-glibc2.35 | AMD EPYC 7R13 Processor | 48 | NVIDIA H100 80GB HBM3 | NVIDIA H100 80GB HBM3 | pytorch, tensorflow |
 | gpu-node-01 | Linux-5.15.0-105-generic-x86_64-with-glibc2.35 | AMD EPYC 7R13 Processor | 48 | NVIDIA H100 80GB HBM3 | cpu | pytorch |
 
-Framework versions: pytorch 2.3.1 (Python 3.11.9), tensorflow 2.16.1 (Python 3.11.9).
+Framework versions: pytorch 2.3.1 (Python 3.11.9), pytorch 2.3.1 (Python 3.11.9, 48 CPU threads), tensorflow 2.16.1 (Python 3.11.9).
 
 ## Cross-framework
 

@@ -526,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
         mode=args.mode,
         batch_size=args.batch_size,
         keras_version=keras.__version__,
+        # intra-op threads (0: TensorFlow's own choice, one per logical CPU)
+        threads=tf.config.threading.get_intra_op_parallelism_threads(),
         rank=rank,
         world_size=strategy.num_replicas_in_sync if strategy else world,
         practice=APPLIED,

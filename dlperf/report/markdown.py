@@ -148,14 +148,23 @@ def _hardware(results: Sequence[Result]) -> list[str]:
     header = ["host", "os", "cpu", "logical cpus", "gpu", "device", "frameworks"]
     versions = sorted(
         {
-            (r.spec.framework, r.environment.framework_version or "", r.environment.python or "")
+            (
+                r.spec.framework,
+                r.environment.framework_version or "",
+                r.environment.python or "",
+                r.environment.threads or 0 if r.spec.device == "cpu" else 0,
+                r.environment.env_kind or "",
+            )
             for r in results
         }
     )
     described = []
-    for fw, version, python in versions:
+    for fw, version, python, threads, kind in versions:
+        about = [f"Python {python}"] if python else []
+        about += [f"{threads} CPU threads"] if threads else []
+        about += ["the user's own install"] if kind == "adopted" else []
         text = f"{fw} {version or '(version unknown)'}"
-        described.append(text + (f" (Python {python})" if python else ""))
+        described.append(text + (f" ({', '.join(about)})" if about else ""))
     return [
         "## Hardware",
         "",
