@@ -103,3 +103,40 @@ def test_ctrl_c_stops_the_workload_and_writes_no_result(tmp_path):
     assert not list((tmp_path / "results").rglob("*.json"))
     for child in workload:
         assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+
+
+def test_report_flags_more_than_linear_scaling_on_the_console(tmp_path):
+    from test_report import sample_results
+
+    from dlperf.store import write_result
+
+    for result in sample_results():  # pytorch cpu 2x1 runs at 128 % of its 1x1
+        write_result(tmp_path / "results", result)
+    out = dlperf("report", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "suspect: pytorch_resnet50_ootb_train_cpu_fp32_2n1d_b128_img224 scales at 128.4%" in (
+        " ".join(out.stdout.split())
+    )
+    assert "(suspect)" in (tmp_path / "reports" / "resnet50.md").read_text()
+
+
+def test_doctor_says_how_and_when_the_cpu_peak_was_measured(tmp_path):
+    import os
+
+    env = {**os.environ, "DLPERF_HOME": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "dlperf", "doctor"], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "measured fp32 GEMM peak" in text and "when: 20" in text
+    assert "of the CPUs meanwhile" in text
+    peak = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "dlperf", "doctor", "--json"],
+            capture_output=True, text=True, env=env,
+        ).stdout
+    )["cpu_peak"]  # fmt: skip
+    assert {"measured", "other_share", "under_load", "source"} <= set(peak)
+    # cached only when measured on an idle machine
+    assert (tmp_path / "machine.json").exists() != peak["under_load"]

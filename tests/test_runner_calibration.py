@@ -1,6 +1,8 @@
 """The whole pipeline on the calibration workload: real subprocesses, real files."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,7 @@ from dlperf import DlperfError
 from dlperf.runner import resolve_spec, run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
 from dlperf.store import load_result
+from dlperf.system import cpu_budget
 
 pytestmark = pytest.mark.multiprocess
 
@@ -115,3 +118,21 @@ def test_bad_input_is_refused_before_anything_runs():
         resolve_spec("calibration", "pace", overrides={"options": {"nope": "1"}})
     with pytest.raises(DlperfError, match="choose one of: dlperf, smoke"):
         resolve_spec("calibration", "pace", preset="huge")
+
+
+def test_a_busy_machine_marks_the_result_noisy(tmp_path):
+    """Other processes spinning on every CPU while the repeats run: measured, warned, marked."""
+    hog = [sys.executable, "-c", "while True: pass"]
+    hogs = [subprocess.Popen(hog) for _ in range(cpu_budget())]
+    try:
+        result, _ = run_benchmark(spec(), tmp_path)
+    finally:
+        for p in hogs:
+            p.kill()
+            p.wait()
+    assert result.status == ResultStatus.ok  # the paced workload still keeps its pace
+    for r in result.repeats:
+        assert r.machine_load.other_share > 0.5 and r.machine_load.cpu_count >= 1
+        assert r.machine_load.wall_s == pytest.approx(r.wall_s, rel=0.5)
+    assert result.metrics.noisy
+    assert any("the machine was busy" in w for w in result.warnings)
