@@ -7,6 +7,13 @@ optimizers, losses and data shapes as the PyTorch workload; follows the dlperf e
 MXNet's engine is asynchronous even on a CPU: Python returns long before the work is done, so
 each step's timestamp is taken only after `mx.nd.waitall()` (forward, backward and the update).
 
+Best practice (the adapter passes its defaults, each switchable with --set): per-op-type
+layouts for ResNet50 (`--conv-layout`, `--batchnorm-layout`, `--pooling-layout`, NHWC needing
+cuDNN; the weights and the first loss stay the same in every layout), multi-tensor optimizer
+updates (`--optimizer-aggregation`), op bulks of a hybridized graph (`--forward-bulk-size`,
+`--backward-bulk-size`), and on a GPU `--cudnn-autotune` and `--cuda-graphs`. What each did
+here is the start event's `practice` and the "best practice:" log line.
+
 `--mode infer`: a step is one forward in predict mode (BatchNorm's running statistics, no
 dropout, nothing recorded); with `--loadgen-settings` MLPerf LoadGen then drives the model
 (adapters/_shared/loadgen_run.py), writing its logs to $DLPERF_LOADGEN_DIR.
@@ -43,65 +50,131 @@ BERT_BASE = {
 }
 DROPOUT = 0.1
 LN_EPS = 1e-12
+# The most weights one multi-tensor update takes in MXNet 1.9.1: multi_sgd_mom_update's kernel
+# (src/operator/optimizer_op-inl.h, N = 60) and multi_adamw_update's (contrib/adamw-inl.h, 50).
+MAX_AGGREGATION = {"sgd": 60, "torchadamw": 50}
 
 # --------------------------------------------------------------------------------------------
-# ResNet50-v1.5 (NCHW, as MXNet's own model zoo)
+# ResNet50-v1.5 (NCHW as MXNet's own model zoo; NHWC per op type as NVIDIA's MXNet RN50v1.5)
 # --------------------------------------------------------------------------------------------
 
+NCHW_TO_NHWC = (0, 2, 3, 1)
 
-def bn(channels: int, zero_gamma: bool = False) -> nn.BatchNorm:
-    # Same as PyTorch: eps 1e-5, running stats updated with weight 0.1.
-    init = "zeros" if zero_gamma else "ones"
-    return nn.BatchNorm(in_channels=channels, epsilon=1e-5, momentum=0.9, gamma_initializer=init)
+
+class Transpose(nn.HybridBlock):
+    """NCHW <-> NHWC between two ops that run in different layouts (no parameters)."""
+
+    def __init__(self, src: str, dst: str, **kw) -> None:
+        super().__init__(**kw)
+        self.axes = NCHW_TO_NHWC if (src, dst) == ("NCHW", "NHWC") else (0, 3, 1, 2)
+
+    def hybrid_forward(self, F, x):
+        return F.transpose(x, axes=self.axes)
+
+
+class LayoutBuilder:
+    """Adds convolutions, BatchNorms and poolings each in its own layout (`--conv-layout`,
+    `--batchnorm-layout`, `--pooling-layout`), with a Transpose wherever the layout changes, as
+    NVIDIA's MXNet RN50v1.5 models.py does. Weights keep their count in every layout (an NHWC
+    convolution's weight is OHWI), so the model is the same in all of them."""
+
+    def __init__(self, conv: str, batchnorm: str, pooling: str, current: str) -> None:
+        self.conv_layout, self.bn_layout, self.pool_layout = conv, batchnorm, pooling
+        self.current = current
+
+    def fork(self) -> LayoutBuilder:
+        """A builder for a parallel path (the shortcut) that starts where this one is now."""
+        return LayoutBuilder(self.conv_layout, self.bn_layout, self.pool_layout, self.current)
+
+    def _to(self, seq: nn.HybridSequential, layout: str) -> None:
+        if layout != self.current:
+            seq.add(Transpose(self.current, layout))
+            self.current = layout
+
+    def conv(self, seq: nn.HybridSequential, channels: int, kernel: int, stride: int = 1,
+             padding: int = 0, in_channels: int = 0) -> None:  # fmt: skip
+        self._to(seq, self.conv_layout)
+        seq.add(nn.Conv2D(channels, kernel, strides=stride, padding=padding, use_bias=False,
+                          in_channels=in_channels, layout=self.conv_layout))  # fmt: skip
+
+    def bn(self, seq: nn.HybridSequential, channels: int, zero_gamma: bool = False) -> None:
+        # Same as PyTorch: eps 1e-5, running stats updated with weight 0.1.
+        self._to(seq, self.bn_layout)
+        gamma = "zeros" if zero_gamma else "ones"
+        axis = self.bn_layout.index("C")
+        seq.add(nn.BatchNorm(axis=axis, in_channels=channels, epsilon=1e-5, momentum=0.9,
+                             gamma_initializer=gamma))  # fmt: skip
+
+    def pool(self, seq: nn.HybridSequential, block: type, *args: int) -> None:
+        self._to(seq, self.pool_layout)
+        seq.add(block(*args, layout=self.pool_layout))
 
 
 class Bottleneck(nn.HybridBlock):
-    """1x1 reduce, 3x3 carrying the stride (the v1.5 change), 1x1 expand, plus the shortcut."""
+    """1x1 reduce, 3x3 carrying the stride (the v1.5 change), 1x1 expand, plus the shortcut.
+    Both paths end in a BatchNorm, so the block's output is in the BatchNorm layout."""
 
-    def __init__(self, in_ch: int, width: int, stride: int, **kw) -> None:
+    def __init__(self, b: LayoutBuilder, in_ch: int, width: int, stride: int, **kw) -> None:
         super().__init__(**kw)
         out_ch = width * 4
+        shortcut = b.fork()
         with self.name_scope():
             self.body = nn.HybridSequential()
-            self.body.add(
-                nn.Conv2D(width, 1, use_bias=False, in_channels=in_ch),
-                bn(width),
-                nn.Activation("relu"),
-                nn.Conv2D(width, 3, strides=stride, padding=1, use_bias=False, in_channels=width),
-                bn(width),
-                nn.Activation("relu"),
-                nn.Conv2D(out_ch, 1, use_bias=False, in_channels=width),
-                bn(out_ch, zero_gamma=True),
-            )
+            b.conv(self.body, width, 1, in_channels=in_ch)
+            b.bn(self.body, width)
+            self.body.add(nn.Activation("relu"))
+            b.conv(self.body, width, 3, stride=stride, padding=1, in_channels=width)
+            b.bn(self.body, width)
+            self.body.add(nn.Activation("relu"))
+            b.conv(self.body, out_ch, 1, in_channels=width)
+            b.bn(self.body, out_ch, zero_gamma=True)
             self.downsample = None
             if stride != 1 or in_ch != out_ch:
                 self.downsample = nn.HybridSequential()
-                self.downsample.add(
-                    nn.Conv2D(out_ch, 1, strides=stride, use_bias=False, in_channels=in_ch),
-                    bn(out_ch),
-                )
+                shortcut.conv(self.downsample, out_ch, 1, stride=stride, in_channels=in_ch)
+                shortcut.bn(self.downsample, out_ch)
+            # An identity shortcut carries the previous block's output: BatchNorm layout too.
+            assert shortcut.current == b.current, "the shortcut must end in the body's layout"
 
     def hybrid_forward(self, F, x):
         shortcut = x if self.downsample is None else self.downsample(x)
         return F.Activation(self.body(x) + shortcut, act_type="relu")
 
 
-def resnet50(num_classes: int) -> nn.HybridSequential:
+def resnet50(num_classes: int, layout: tuple[str, str, str] = ("NCHW",) * 3) -> nn.HybridSequential:
+    """`layout`: (conv, batchnorm, pooling); the images come in the convolutions' layout."""
+    b = LayoutBuilder(*layout, current=layout[0])
     net = nn.HybridSequential()
     with net.name_scope():
-        net.add(
-            nn.Conv2D(64, 7, strides=2, padding=3, use_bias=False, in_channels=3),
-            bn(64),
-            nn.Activation("relu"),
-            nn.MaxPool2D(3, 2, 1),
-        )
+        b.conv(net, 64, 7, stride=2, padding=3, in_channels=3)
+        b.bn(net, 64)
+        net.add(nn.Activation("relu"))
+        b.pool(net, nn.MaxPool2D, 3, 2, 1)
         in_ch = 64
         for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
-            for b in range(blocks):
-                net.add(Bottleneck(in_ch, width, stride if b == 0 else 1))
+            for i in range(blocks):
+                net.add(Bottleneck(b, in_ch, width, stride if i == 0 else 1))
                 in_ch = width * 4
-        net.add(nn.GlobalAvgPool2D(), nn.Flatten(), nn.Dense(num_classes, in_units=in_ch))
+        b.pool(net, nn.GlobalAvgPool2D)
+        net.add(nn.Flatten(), nn.Dense(num_classes, in_units=in_ch))
     return net
+
+
+class LayoutXavier(mx.init.Xavier):
+    """Xavier as for NCHW, stored transposed into NHWC convolutions' OHWI weights: every layout
+    starts from the same weights (and gives the same first loss) for the same seed."""
+
+    def __init__(self, nhwc_convs: bool, **kw) -> None:
+        super().__init__(**kw)
+        self.nhwc_convs = nhwc_convs
+
+    def _init_weight(self, name, arr):
+        if not (self.nhwc_convs and arr.ndim == 4):
+            return super()._init_weight(name, arr)
+        o, h, w, i = arr.shape
+        oihw = mx.nd.zeros((o, i, h, w), ctx=arr.context, dtype=arr.dtype)
+        super()._init_weight(name, oihw)
+        arr[:] = oihw.transpose(NCHW_TO_NHWC)
 
 
 def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
@@ -220,37 +293,68 @@ class TorchAdamW(mx.optimizer.Optimizer):
     moments. The op computes w -= eta * (alpha * m / (sqrt(v) + eps) + wd' * w), so
     alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t) carries the bias correction (eps is then
     scaled by sqrt(1 - beta2^t): a negligible difference), wd' = lr * wd, eta = 1.
+
+    Like gluon-nlp's BERTAdam, it updates MXNET_OPTIMIZER_AGGREGATION_SIZE weights per call of
+    the multi-tensor `multi_adamw_update` (the same arithmetic; its kernel takes at most 50),
+    and one weight per `adamw_update` call when that is unset or below 2.
     """
 
     def __init__(self, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8, **kw):
         super().__init__(**kw)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        size = int(os.environ.get("MXNET_OPTIMIZER_AGGREGATION_SIZE", "0"))
+        self.aggregate_num = max(0, min(MAX_AGGREGATION["torchadamw"], size))
 
     def create_state(self, index, weight):
         zeros = mx.nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
         return zeros, zeros.copy()
 
+    def update_multi_precision(self, index, weight, grad, state):
+        self.update(index, weight, grad, state)  # fp32 weights only (AMP keeps them fp32)
+
     def update(self, index, weight, grad, state):
+        if not isinstance(index, (list, tuple)):  # one weight; the Updater groups otherwise
+            index, weight, grad, state = [index], [weight], [grad], [state]
         self._update_count(index)
-        t = self._index_update_count[index]
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        alpha = lr * math.sqrt(1 - self.beta2**t) / (1 - self.beta1**t)
-        mean, var = state
-        mx.nd.contrib.adamw_update(
-            weight, grad, mean, var, rescale_grad=self.rescale_grad, lr=alpha, eta=1.0,
-            wd=lr * wd, beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon, out=weight,
-        )  # fmt: skip
+        lrs, wds = self._get_lrs(index), self._get_wds(index)
+        alphas = [
+            lr * math.sqrt(1 - self.beta2**t) / (1 - self.beta1**t)
+            for lr, t in zip(lrs, (self._index_update_count[i] for i in index), strict=True)
+        ]
+        decays = [lr * wd for lr, wd in zip(lrs, wds, strict=True)]
+        common = {"beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon,
+                  "rescale_grad": self.rescale_grad}  # fmt: skip
+        if len(index) > 1:
+            means, variances = zip(*state, strict=True)
+            mx.nd.contrib.multi_adamw_update(
+                list(weight), list(grad), means, variances, out=list(weight), size=len(index),
+                lrs=alphas, wds=decays, etas=[1.0] * len(index), **common,
+            )  # fmt: skip
+            return
+        mean, var = state[0]
+        mx.nd.contrib.adamw_update(weight[0], grad[0], mean, var, lr=alphas[0], eta=1.0,
+                                   wd=decays[0], out=weight[0], **common)  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
 # Workload
 # --------------------------------------------------------------------------------------------
 
+# What the best-practice flags really did here: reported in the start event and the log.
+APPLIED: dict[str, object] = {}
+
+
+def layouts(args: argparse.Namespace) -> tuple[str, str, str]:
+    return args.conv_layout, args.batchnorm_layout, args.pooling_layout
+
 
 def build_model(args: argparse.Namespace, ctx: mx.Context) -> nn.HybridBlock:
-    net = resnet50(args.num_classes) if args.model == "resnet50" else BertForPreTraining(BERT_BASE)
-    init = mx.init.Normal(0.02) if args.model == "bert" else mx.init.Xavier(magnitude=2)
-    net.initialize(init, ctx=ctx)
+    if args.model == "bert":
+        net = BertForPreTraining(BERT_BASE)
+        net.initialize(mx.init.Normal(0.02), ctx=ctx)
+        return net
+    net = resnet50(args.num_classes, layouts(args))
+    net.initialize(LayoutXavier(args.conv_layout == "NHWC", magnitude=2), ctx=ctx)
     return net
 
 
@@ -284,14 +388,32 @@ def model_inputs(args: argparse.Namespace, ctx: mx.Context) -> tuple[mx.nd.NDArr
     """The synthetic batch the model takes: images, or BERT's token ids and segment ids (drawn
     first, so training and inference see the same inputs for the same seed)."""
     b, nd = args.batch_size, mx.nd
-    if args.model == "resnet50":
-        return (nd.random.normal(shape=(b, 3, args.image_size, args.image_size), ctx=ctx),)
+    if args.model == "resnet50":  # in the first convolution's layout, as DALI can deliver them
+        images = nd.random.normal(shape=(b, 3, args.image_size, args.image_size), ctx=ctx)
+        return (images.transpose(NCHW_TO_NHWC) if args.conv_layout == "NHWC" else images,)
     s, vocab = args.seq_len, BERT_BASE["vocab"]
     input_ids = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
     token_types = nd.concat(
         nd.zeros((b, s // 2), ctx=ctx), nd.ones((b, s - s // 2), ctx=ctx), dim=1
     )
     return input_ids, token_types
+
+
+def make_trainer(
+    args: argparse.Namespace, net: nn.HybridBlock, optimizer: str, params: dict[str, float]
+) -> gluon.Trainer:
+    """The Trainer, its optimizer updating `--optimizer-aggregation` weights per multi-tensor
+    kernel call: MXNet's SGD (and TorchAdamW) read MXNET_OPTIMIZER_AGGREGATION_SIZE when they
+    are created (MXNet's own default: SGD 4; TorchAdamW one weight per call)."""
+    asked, limit = args.optimizer_aggregation, MAX_AGGREGATION[optimizer]
+    if asked is not None:
+        os.environ["MXNET_OPTIMIZER_AGGREGATION_SIZE"] = str(max(0, min(limit, asked)))
+    trainer = gluon.Trainer(net.collect_params(), optimizer, params)
+    size = trainer._optimizer.aggregate_num
+    APPLIED["optimizer_aggregation"] = (
+        size if asked in (None, size) else f"{size} ({asked} asked; the kernel takes 0-{limit})"
+    )
+    return trainer
 
 
 def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv=None):
@@ -302,8 +424,8 @@ def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv
         labels = nd.random.randint(0, args.num_classes, shape=(b,), ctx=ctx).astype("float32")
         ce = gluon.loss.SoftmaxCrossEntropyLoss()
         # MXNet's sgd adds wd * weight to the gradient, exactly as PyTorch's SGD does.
-        trainer = gluon.Trainer(
-            net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}
+        trainer = make_trainer(
+            args, net, "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}
         )
 
         def loss_fn():
@@ -316,8 +438,8 @@ def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv
         masked[:, min(1, s - 1)] = 1
         mlm_targets = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
         nsp_labels = nd.random.randint(0, 2, shape=(b,), ctx=ctx).astype("float32")
-        trainer = gluon.Trainer(
-            net.collect_params(), "torchadamw",
+        trainer = make_trainer(
+            args, net, "torchadamw",
             {"learning_rate": 1e-4, "wd": 0.01, "epsilon": 1e-8, "beta1": 0.9, "beta2": 0.999},
         )  # fmt: skip
 
@@ -400,6 +522,66 @@ def run_loadgen(args: argparse.Namespace, predict, emit) -> None:
     emit(event="loadgen", dir=out_dir)
 
 
+def apply_practice(args: argparse.Namespace) -> dict[str, int]:
+    """Set the MXNET_* variables of the best-practice flags (MXNet reads these when it first
+    creates a convolution or a hybridized graph, not at import, so setting them here works)
+    and record what each flag does on this device; returns hybridize's bulk-size arguments."""
+    cuda = args.device == "cuda"
+    if args.model == "resnet50":
+        keys = ("conv_layout", "batchnorm_layout", "pooling_layout")
+        APPLIED.update(zip(keys, layouts(args), strict=True))
+    if args.cudnn_autotune is not None:
+        os.environ["MXNET_CUDNN_AUTOTUNE_DEFAULT"] = str(args.cudnn_autotune)
+    if cuda and (args.model == "resnet50" or args.cudnn_autotune is not None):
+        APPLIED["cudnn_autotune"] = int(os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1"))
+    elif args.cudnn_autotune is not None:
+        APPLIED["cudnn_autotune"] = "unused (no cuDNN on a CPU)"
+    if args.cuda_graphs is not None:
+        # MXNet 1.9.1 captures the bulked segments of a static_alloc/static_shape graph only.
+        graphs = bool(args.cuda_graphs) and cuda and args.xla
+        os.environ["MXNET_ENABLE_CUDA_GRAPHS"] = "1" if graphs else "0"
+        APPLIED["cuda_graphs"] = graphs
+        if args.cuda_graphs and not graphs:
+            APPLIED["cuda_graphs"] = "off (needs --xla)" if cuda else "off (GPU only)"
+    bulk = {}
+    for key in ("forward_bulk_size", "backward_bulk_size"):
+        size = getattr(args, key)
+        if size is None:
+            continue
+        if args.xla and args.mode == "train":  # bulking applies to a hybridized graph
+            bulk[key] = APPLIED[key] = size
+        else:
+            APPLIED[key] = "unused (needs --xla, training)"
+    return bulk
+
+
+def conv_layout_unsupported(args: argparse.Namespace, ctx: mx.Context) -> str | None:
+    """Why MXNet cannot run the NHWC convolutions asked for on `ctx`, None if it can: MXNet
+    1.9.1's CPU kernels take NC(D)HW only ("Only support NCW, NCHW and NCDHW layout"; its oneDNN
+    path refuses NHWC too), and cuDNN's NHWC needs a GPU. Probed with one tiny convolution,
+    forward and backward, with constant weights (the seeded weights draw nothing here)."""
+    if args.model != "resnet50" or args.conv_layout != "NHWC":
+        return None
+    conv = nn.Conv2D(2, 3, padding=1, use_bias=False, in_channels=2, layout="NHWC")
+    conv.initialize(mx.init.One(), ctx=ctx)
+    x = mx.nd.ones((1, 4, 4, 2), ctx=ctx)
+    x.attach_grad()
+    try:
+        with autograd.record():
+            y = conv(x)
+        y.backward()
+        mx.nd.waitall()  # the engine is asynchronous: a kernel's refusal surfaces here
+    except mx.base.MXNetError as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        why = "its CPU convolutions take NCHW only; " if args.device == "cpu" else ""
+        return (
+            f"conv_layout NHWC: MXNet {mx.__version__} cannot run NHWC convolutions on "
+            f"{args.device} ({lines[-1] if lines else type(exc).__name__}); {why}run with "
+            "--set conv_layout=NCHW"
+        )
+    return None
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--model", choices=("resnet50", "bert"), required=True)
@@ -413,6 +595,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="OMP threads (set before MXNet starts)")
+    # Best practice, each switchable (the adapter passes its defaults for the device, model,
+    # precision and --xla); unset, MXNet's own default stands.
+    layout = {"choices": ("NCHW", "NHWC"), "default": "NCHW"}
+    p.add_argument("--conv-layout", **layout, help="ResNet50's convolutions (and the images)")
+    p.add_argument("--batchnorm-layout", **layout, help="ResNet50's BatchNorms (axis 1 or 3)")
+    p.add_argument("--pooling-layout", **layout, help="ResNet50's max and average pooling")
+    p.add_argument("--optimizer-aggregation", type=int, metavar="N",
+                   help="weights per multi-tensor optimizer update "
+                   "(MXNET_OPTIMIZER_AGGREGATION_SIZE)")  # fmt: skip
+    p.add_argument("--cudnn-autotune", type=int, choices=(0, 1, 2),
+                   help="MXNET_CUDNN_AUTOTUNE_DEFAULT (GPU)")  # fmt: skip
+    p.add_argument("--cuda-graphs", type=int, choices=(0, 1),
+                   help="MXNET_ENABLE_CUDA_GRAPHS (GPU, with --xla)")  # fmt: skip
+    p.add_argument("--forward-bulk-size", type=int, metavar="N",
+                   help="ops per engine bulk, hybridized forward (training, --xla)")  # fmt: skip
+    p.add_argument("--backward-bulk-size", type=int, metavar="N",
+                   help="ops per engine bulk, hybridized backward (training, --xla)")  # fmt: skip
     p.add_argument("--mode", choices=("train", "infer"), default="train")
     p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
@@ -471,6 +670,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unsupported: {reason}", flush=True)
         return 4
     ctx = mx.gpu(0) if args.device == "cuda" else mx.cpu()
+    bulk = apply_practice(args)
+    reason = conv_layout_unsupported(args, ctx)  # before the seed: it draws no random numbers
+    if reason:
+        emit(event="unsupported", reason=reason)
+        print(f"unsupported: {reason}", flush=True)
+        return 4
     mx.random.seed(args.seed)
     amp_dtype = None
     if args.precision == "amp":
@@ -480,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         amp_dtype = "float16"
     net = build_model(args, ctx)  # the same initial weights on every rank (rank 0's pulled too)
     if args.xla:
-        net.hybridize(static_alloc=True, static_shape=True)
+        net.hybridize(static_alloc=True, static_shape=True, **bulk)
     if kv is not None:
         mx.random.seed(args.seed + rank)  # each rank its own synthetic batch
     infer = args.mode == "infer"
@@ -508,6 +713,7 @@ def main(argv: list[str] | None = None) -> int:
         batch_size=args.batch_size,
         rank=rank,
         world_size=world,
+        practice=APPLIED,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
@@ -517,6 +723,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.steps} steps",
         flush=True,
     )
+    applied = ", ".join(f"{k} {v}" for k, v in sorted(APPLIED.items()))
+    print(f"best practice: {applied or 'none (MXNet defaults)'}", flush=True)
     if kv is not None:
         threads = os.environ.get("OMP_NUM_THREADS", "MXNet's default")
         print(f"rank {rank} of {world} (kvstore {kv.type}), {threads} threads", flush=True)
