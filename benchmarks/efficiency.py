@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from dlperf.adapters import get_adapter
@@ -107,6 +108,8 @@ def main() -> int:
     p.add_argument("--models", default="resnet50,bert")
     p.add_argument("--modes", default="eager", help="eager, xla or both (comma-separated)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--xla-repeats", type=int, help="repeats of the xla rows (compiling is slow)")
+    p.add_argument("--deadline-s", type=float, help="start no row after this many seconds")
     p.add_argument("--skip", type=int, help="default: 20 on CUDA, 3 on a CPU")
     p.add_argument("--measure", type=int, help="default: 100 on CUDA, 10 on a CPU")
     p.add_argument("--diagnose", action="store_true")
@@ -121,42 +124,51 @@ def main() -> int:
         env = ensure_env(get_adapter("pytorch").env_spec(args.device))
         args.python, args.run_env = str(env.python), env.run_env()
     rows = []
+    started = time.monotonic()
     print(
         f"device {args.device}, {'amp' if args.amp else 'fp32'}, skip {args.skip}, measure "
         f"{args.measure}, {args.repeats} repeats interleaved, python {args.python}",
         flush=True,
     )
+    modes = args.modes.split(",")
+    plan = [(m, mode) for mode in modes for m in args.models.split(",")]  # eager rows first
     with tempfile.TemporaryDirectory() as tmp:
-        for model in args.models.split(","):
-            for mode in args.modes.split(","):
-                xla = mode == "xla"
-                ours, theirs, what = [], [], ""
-                for i in range(args.repeats):
-                    ours.append(dlperf_once(args, model, xla, Path(tmp) / f"{model}-{mode}"))
-                    ref = reference_once(args, model, xla)
-                    theirs.append(ref["throughput"])
-                    what = ref["model"]
-                    print(f"  {model} {mode} #{i + 1}: dlperf {ours[-1]:.2f}, reference "
-                          f"{theirs[-1]:.2f} samples/s", flush=True)  # fmt: skip
-                a, b = statistics.median(ours), statistics.median(theirs)
-                rows.append({"model": model, "mode": mode, "dlperf": a, "reference": b,
-                             "ratio": a / b, "reference_model": what})  # fmt: skip
-                if args.diagnose:
-                    for label, extra in diagnostics(model):
-                        runs = [
-                            reference_once(args, model, xla, *extra) for _ in range(args.repeats)
-                        ]
-                        value = statistics.median(r["throughput"] for r in runs)
-                        rows.append({"model": model, "mode": mode, "dlperf": None,
-                                     "reference": value, "ratio": None,
-                                     "reference_model": label})  # fmt: skip
+        for model, mode in plan:
+            xla = mode == "xla"
+            repeats = args.xla_repeats if xla and args.xla_repeats else args.repeats
+            if args.deadline_s and time.monotonic() - started > args.deadline_s:
+                skipped = "skipped: --deadline-s"
+                rows.append({"model": model, "mode": mode, "dlperf": None, "reference": None,
+                             "ratio": None, "reference_model": skipped})  # fmt: skip
+                continue
+            ours, theirs, what = [], [], ""
+            for i in range(repeats):
+                ours.append(dlperf_once(args, model, xla, Path(tmp) / f"{model}-{mode}"))
+                ref = reference_once(args, model, xla)
+                theirs.append(ref["throughput"])
+                what = ref["model"]
+                print(f"  {model} {mode} #{i + 1}: dlperf {ours[-1]:.2f}, reference "
+                      f"{theirs[-1]:.2f} samples/s", flush=True)  # fmt: skip
+            a, b = statistics.median(ours), statistics.median(theirs)
+            rows.append({"model": model, "mode": mode, "dlperf": a, "reference": b,
+                         "ratio": a / b, "reference_model": what})  # fmt: skip
+            if args.diagnose and not xla:
+                for label, extra in diagnostics(model):
+                    runs = [reference_once(args, model, xla, *extra) for _ in range(repeats)]
+                    value = statistics.median(r["throughput"] for r in runs)
+                    print(f"  {label}: {value:.2f} samples/s", flush=True)
+                    rows.append({"model": model, "mode": mode, "dlperf": None,
+                                 "reference": value, "ratio": None,
+                                 "reference_model": label})  # fmt: skip
+    print(f"({time.monotonic() - started:.0f} s)")
     print()
     print("| workload | mode | dlperf (median) | reference loop (median) | ratio | reference |")
     print("|---|---|---|---|---|---|")
     for r in rows:
         ours = f"{r['dlperf']:,.2f}" if r["dlperf"] is not None else "—"
         ratio = f"**{r['ratio']:.2f}**" if r["ratio"] is not None else "—"
-        print(f"| {r['model']} | {r['mode']} | {ours} | {r['reference']:,.2f} | {ratio} | "
+        theirs = f"{r['reference']:,.2f}" if r["reference"] is not None else "—"
+        print(f"| {r['model']} | {r['mode']} | {ours} | {theirs} | {ratio} | "
               f"{r['reference_model']} |")  # fmt: skip
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=2) + "\n")

@@ -37,12 +37,112 @@ class OneFlowAdapter(WorkloadScriptAdapter):
         # site-packages-relative folders of the nvidia-cudnn-cu11 / nvidia-cublas-cu11 wheels
         return ("nvidia/cudnn/lib", "nvidia/cublas/lib")
 
+    cuda_check = (
+        "import sys\n"
+        "import oneflow as flow\n"
+        "if not flow.cuda.is_available():\n"
+        "    sys.exit(f'oneflow {flow.__version__} sees no usable GPU: "
+        "oneflow.cuda.is_available() is False')\n"
+    )
+
     def option_keys(self, model: str) -> dict[str, str]:
-        return {
+        keys = {
             "threads": "CPU intra-op threads (OMP_NUM_THREADS / ONEFLOW_NUM_THREADS-style; "
             "default: OneFlow's own choice)",
             "seed": "seed for the synthetic data and weights (default 0)",
         }
+        if model == "resnet50":
+            keys.update(
+                channels_last="1: NHWC model and images (ONEFLOW_ENABLE_NHWC=1; turned off where "
+                "OneFlow's NHWC kernels give other numbers than NCHW, as on a CPU)",
+                fuse_bn_relu="1: nn.FusedBatchNorm2d, one kernel for BatchNorm + ReLU",
+                fuse_bn_add_relu="1: nn.FusedBatchNorm2d, one kernel for BatchNorm + shortcut "
+                "add + ReLU",
+                cudnn_conv_algo="search: cuDNN tries the conv algorithms once (OneFlow's dry "
+                "run); heuristic: OneFlow's default (CUDA)",
+            )
+        if model == "bert":
+            keys.update(
+                bias_gelu_fusion="1: flow._C.fused_bias_add_gelu in the feed-forward (LiBai)",
+                bias_dropout_fusion="1: flow._C.fused_bias_add_dropout after the output "
+                "projections (LiBai)",
+                scale_mask_softmax_fusion="1: flow._C.fused_scale_mask_softmax_dropout for "
+                "the attention probabilities (LiBai)",
+            )
+        keys.update(
+            fuse_add_to_output="1: nn.Graph config.allow_fuse_add_to_output (with --xla)",
+            fuse_model_update_ops="1: nn.Graph config.allow_fuse_model_update_ops (with --xla, "
+            "training)",
+            fuse_cast_scale="1: nn.Graph config.allow_fuse_cast_scale (with --xla, training; "
+            "acts on AMP's casts)",
+        )
+        return keys
+
+    def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
+        """The settings of OneFlow's own GPU training scripts for OneFlow 0.9 (each source
+        below), where this workload can take them (eager, or nn.Graph with --xla):
+
+        ResNet50 (Oneflow-Inc/models Vision/classification/image/resnet50): its fp16 and fp32
+        example scripts (examples/train_graph_distributed_fp16.sh, ..._fp32.sh) both pass
+        `--fuse-bn-relu --fuse-bn-add-relu`; only the fp16 one passes `--channel-last` (NHWC
+        feeds the tensor cores; models/resnet50.py and models/data.py set ONEFLOW_ENABLE_NHWC=1
+        then). Its TrainGraph (graph.py) sets allow_fuse_add_to_output,
+        allow_fuse_model_update_ops, and enable_cudnn_conv_heuristic_search_algo(False) on one
+        node ("dry-run is better with single device"), True across nodes. Upstream also pads
+        the images to 4 channels for NHWC; that adds conv1 weights, so it is left out here (a
+        layout setting must not change the model).
+
+        BERT (Oneflow-Inc/libai; the v0.3.0 installation guide installs oneflow==0.9.0):
+        configs/common/models/bert.py turns on bias_gelu_fusion, bias_dropout_fusion and
+        scale_mask_softmax_fusion; its graphs (libai/models/utils/graph_base.py, on by default
+        in configs/common/models/graph.py) set allow_fuse_add_to_output,
+        allow_fuse_model_update_ops and allow_fuse_cast_scale.
+
+        The graph settings are passed only with --xla (nn.Graph), the optimizer's and grad
+        scaling's only when training; the inference graph gets add-to-output only, as
+        models' EvalGraph does.
+
+        On a CPU: the fused batch norms stay on (OneFlow 0.9 has a CPU normalization_add_relu
+        kernel that applies the add and ReLU in the normalization pass; losses match the unfused
+        model exactly here; fewer passes over the activations, not timed on this shared VM),
+        and so do the nn.Graph passes (graph rewrites; losses match). Off:
+        channels_last (OneFlow 0.9's CPU conv and batch norm kernels accept NHWC tensors and
+        return wrong numbers), the BERT fusions (no CPU kernels for fused_bias_add_gelu,
+        fused_bias_add_mask_scale or fused_scale_mask_softmax_dropout), cuDNN (CUDA only). The
+        workload checks each setting it is given and turns off, with the reason in its start
+        event, any that cannot run correctly on the device."""
+        cuda = spec.device == "cuda"
+        train = spec.mode == "train"
+        out: dict[str, str] = {}
+        if spec.model == "resnet50":
+            # Oneflow-Inc/models Vision/classification/image/resnet50/
+            # examples/train_graph_distributed_fp16.sh: --channel-last (the fp32 one: none)
+            out["channels_last"] = "1" if cuda and spec.precision == "amp" else "0"
+            # the same examples/train_graph_distributed_fp{16,32}.sh: --fuse-bn-relu
+            # --fuse-bn-add-relu
+            out["fuse_bn_relu"] = "1"
+            out["fuse_bn_add_relu"] = "1"
+            if cuda and train:
+                # Oneflow-Inc/models .../resnet50/graph.py (TrainGraph):
+                # enable_cudnn_conv_heuristic_search_algo(False) on one node, True on several
+                out["cudnn_conv_algo"] = "search" if spec.nodes == 1 else "heuristic"
+        if spec.model == "bert":
+            # Oneflow-Inc/libai configs/common/models/bert.py: *_fusion=True (CUDA kernels)
+            fused = "1" if cuda else "0"
+            out["bias_gelu_fusion"] = fused
+            out["bias_dropout_fusion"] = fused
+            out["scale_mask_softmax_fusion"] = fused
+        if spec.xla:
+            # Oneflow-Inc/models .../resnet50/graph.py (TrainGraph, EvalGraph) and
+            # Oneflow-Inc/libai libai/models/utils/graph_base.py
+            out["fuse_add_to_output"] = "1"
+            if train:
+                out["fuse_model_update_ops"] = "1"
+                if spec.model == "bert" and cuda:
+                    # Oneflow-Inc/libai libai/models/utils/graph_base.py:
+                    # allow_fuse_cast_scale (AMP's casts; graph AMP is CUDA fp16 only here)
+                    out["fuse_cast_scale"] = "1"
+        return out
 
     def extra_env(self, spec: BenchmarkSpec) -> dict[str, str]:
         env = {"GLOG_minloglevel": "2"}

@@ -17,6 +17,12 @@ the batch size is per rank, and each rank writes its own events file ("{rank}" i
 MLPerf LoadGen then drives the model (adapters/_shared/loadgen_run.py) on rank 0, writing its
 logs to $DLPERF_LOADGEN_DIR.
 
+Best practice: the adapter passes OneFlow's own settings (its ResNet50 and LiBai BERT scripts)
+as flags: NHWC and fused batch norms for ResNet50, LiBai's fused kernels for BERT, nn.Graph's
+fusion passes with --xla, cuDNN's algorithm search. Each is checked on the device first (a tiny
+run of its kernels; NHWC against NCHW) and turned off, with the reason, where it cannot run or
+gives other numbers; the start event's "practice" says what was applied.
+
 Usage:
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
     python workload.py --model resnet50 --mode infer --loadgen-settings '{"scenario": "offline"}'
@@ -31,10 +37,12 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 # OneFlow counts nodes by the distinct IP addresses its ranks reach the master from, and places
@@ -64,17 +72,32 @@ EXPANSION = 4
 
 
 class Bottleneck(nn.Module):
-    """1x1 reduce, 3x3 (carries the stride: the v1.5 change), 1x1 expand, plus the shortcut."""
+    """1x1 reduce, 3x3 (carries the stride: the v1.5 change), 1x1 expand, plus the shortcut.
 
-    def __init__(self, in_ch: int, width: int, stride: int) -> None:
+    `fuse_bn_relu` / `fuse_bn_add_relu`: nn.FusedBatchNorm2d (one normalization_add_relu kernel)
+    in place of BatchNorm2d + ReLU / BatchNorm2d + add + ReLU, as OneFlow's own ResNet50 does
+    (Oneflow-Inc/models Vision/classification/image/resnet50/models/resnet50.py). The same
+    parameters (gamma, beta) and the same math; only the kernels differ."""
+
+    def __init__(
+        self,
+        in_ch: int,
+        width: int,
+        stride: int,
+        fuse_bn_relu: bool = False,
+        fuse_bn_add_relu: bool = False,
+    ) -> None:
         super().__init__()
         out_ch = width * EXPANSION
+        self.fuse_bn_relu = fuse_bn_relu
+        self.fuse_bn_add_relu = fuse_bn_add_relu
+        norm = nn.FusedBatchNorm2d if fuse_bn_relu else nn.BatchNorm2d
         self.conv1 = nn.Conv2d(in_ch, width, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(width)
+        self.bn1 = norm(width)
         self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(width)
+        self.bn2 = norm(width)
         self.conv3 = nn.Conv2d(width, out_ch, 1, bias=False)
-        self.bn3 = nn.BatchNorm2d(out_ch)
+        self.bn3 = (nn.FusedBatchNorm2d if fuse_bn_add_relu else nn.BatchNorm2d)(out_ch)
         self.relu = nn.ReLU()
         self.downsample = None
         if stride != 1 or in_ch != out_ch:
@@ -82,19 +105,38 @@ class Bottleneck(nn.Module):
                 nn.Conv2d(in_ch, out_ch, 1, stride=stride, bias=False), nn.BatchNorm2d(out_ch)
             )
 
+    def bn_relu(self, bn: nn.Module, x: flow.Tensor) -> flow.Tensor:
+        return bn(x, None) if self.fuse_bn_relu else self.relu(bn(x))
+
     def forward(self, x: flow.Tensor) -> flow.Tensor:
+        # The shortcut first: upstream found it faster with nn.Graph's add-to-output fusion.
         identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + identity)
+        out = self.bn_relu(self.bn1, self.conv1(x))
+        out = self.bn_relu(self.bn2, self.conv2(out))
+        out = self.conv3(out)
+        if self.fuse_bn_add_relu:
+            return self.bn3(out, identity)
+        return self.relu(self.bn3(out) + identity)
 
 
 class ResNet50(nn.Module):
-    def __init__(self, num_classes: int = 1000) -> None:
+    """ResNet50-v1.5. `channels_last`: built while ONEFLOW_ENABLE_NHWC=1, OneFlow 0.9's NHWC
+    switch, which its Conv2d, BatchNorm2d, FusedBatchNorm2d and MaxPool2d read when they are
+    created (and its cuDNN batch-norm kernel when it runs): they then take NHWC tensors, and
+    the conv weights are stored (out, kh, kw, in), the same number of parameters."""
+
+    def __init__(
+        self,
+        num_classes: int = 1000,
+        fuse_bn_relu: bool = False,
+        fuse_bn_add_relu: bool = False,
+        channels_last: bool = False,
+    ) -> None:
         super().__init__()
+        self.channels_last = channels_last
+        self.fuse_bn_relu = fuse_bn_relu
         self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
+        self.bn1 = (nn.FusedBatchNorm2d if fuse_bn_relu else nn.BatchNorm2d)(64)
         self.relu = nn.ReLU()
         self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
         stages = []
@@ -103,17 +145,17 @@ class ResNet50(nn.Module):
             layers = []
             for b in range(blocks):
                 stride = 2 if (b == 0 and i > 0) else 1
-                layers.append(Bottleneck(in_ch, width, stride))
+                layers.append(Bottleneck(in_ch, width, stride, fuse_bn_relu, fuse_bn_add_relu))
                 in_ch = width * EXPANSION
             stages.append(nn.Sequential(*layers))
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)  # NCHW only; NHWC averages over axes 1, 2
         self.fc = nn.Linear(in_ch, num_classes)
 
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, nn.BatchNorm2d):
+            elif isinstance(m, (nn.BatchNorm2d, nn.FusedBatchNorm2d)):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
         # Zero-init the last BN gamma of each block (as NVIDIA's reference does), like the
@@ -123,9 +165,12 @@ class ResNet50(nn.Module):
                 nn.init.zeros_(m.bn3.weight)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.conv1(x)
+        x = self.bn1(x, None) if self.fuse_bn_relu else self.relu(self.bn1(x))
+        x = self.maxpool(x)
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(flow.flatten(self.avgpool(x), 1))
+        pooled = x.mean(dim=(1, 2)) if self.channels_last else flow.flatten(self.avgpool(x), 1)
+        return self.fc(pooled)
 
 
 def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -179,15 +224,34 @@ LN_EPS = 1e-12
 DROPOUT = 0.1
 
 
+@dataclass(frozen=True)
+class BertFusions:
+    """LiBai's fused BERT kernels (Oneflow-Inc/libai configs/common/models/bert.py:
+    bias_gelu_fusion, bias_dropout_fusion, scale_mask_softmax_fusion, all True), as its layers
+    call them (libai/layers/mlp.py, libai/layers/attention.py). The Linear modules stay as
+    they are (same parameters); a fused layer skips their bias add and hands the bias to the
+    fused kernel."""
+
+    bias_gelu: bool = False  # flow._C.fused_bias_add_gelu after the intermediate matmul
+    bias_dropout: bool = False  # flow._C.fused_bias_add_dropout after both output matmuls
+    scale_mask_softmax: bool = False  # flow._C.fused_scale_mask_softmax_dropout on the scores
+
+
+def matmul_no_bias(x: flow.Tensor, linear: nn.Linear) -> flow.Tensor:
+    return flow.matmul(x, linear.weight, transpose_b=True)
+
+
 class SelfAttention(nn.Module):
-    def __init__(self, hidden: int, heads: int) -> None:
+    def __init__(self, hidden: int, heads: int, fusions: BertFusions, dropout: float) -> None:
         super().__init__()
         self.heads = heads
         self.scale = 1.0 / math.sqrt(hidden // heads)
+        self.fusions = fusions
+        self.dropout_p = dropout
         self.query = nn.Linear(hidden, hidden)
         self.key = nn.Linear(hidden, hidden)
         self.value = nn.Linear(hidden, hidden)
-        self.attn_dropout = nn.Dropout(DROPOUT)
+        self.attn_dropout = nn.Dropout(dropout)
 
     def forward(self, x: flow.Tensor, attn_mask: flow.Tensor | None) -> flow.Tensor:
         b, s, h = x.shape
@@ -197,10 +261,23 @@ class SelfAttention(nn.Module):
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
         # OneFlow 0.9 has no fused scaled_dot_product_attention: the same math, written out.
-        scores = flow.matmul(q, k.transpose(-2, -1)) * self.scale
-        if attn_mask is not None:
-            scores = scores + (1.0 - attn_mask.to(scores.dtype)) * -10000.0
-        probs = self.attn_dropout(flow.softmax(scores, dim=-1))
+        scores = flow.matmul(q, k.transpose(-2, -1))
+        if self.fusions.scale_mask_softmax:
+            # One kernel scales, masks (fill -10000, as LiBai), softmaxes and drops out. The
+            # mask is [B, 1, S, S], broadcast over the heads, as LiBai's BERT passes it.
+            if attn_mask is None:
+                keep = flow.ones(b, 1, s, s, dtype=flow.bool, device=x.device)
+            else:
+                keep = (attn_mask > 0.5).expand(b, 1, s, s).contiguous()
+            p = self.dropout_p if self.training else 0.0
+            probs = flow._C.fused_scale_mask_softmax_dropout(
+                scores, keep, fill_value=-10000.0, scale=self.scale, p=p
+            )[0]
+        else:
+            scores = scores * self.scale
+            if attn_mask is not None:
+                scores = scores + (1.0 - attn_mask.to(scores.dtype)) * -10000.0
+            probs = self.attn_dropout(flow.softmax(scores, dim=-1))
         ctx = flow.matmul(probs, v)
         return ctx.transpose(1, 2).reshape(b, s, h)
 
@@ -208,24 +285,42 @@ class SelfAttention(nn.Module):
 class EncoderLayer(nn.Module):
     """Post-LN transformer layer, as in the original BERT."""
 
-    def __init__(self, hidden: int, heads: int, intermediate: int) -> None:
+    def __init__(
+        self, hidden: int, heads: int, intermediate: int, fusions: BertFusions, dropout: float
+    ) -> None:
         super().__init__()
-        self.attention = SelfAttention(hidden, heads)
+        self.fusions = fusions
+        self.dropout_p = dropout
+        self.attention = SelfAttention(hidden, heads, fusions, dropout)
         self.attn_out = nn.Linear(hidden, hidden)
         self.attn_norm = nn.LayerNorm(hidden, eps=LN_EPS)
         self.intermediate = nn.Linear(hidden, intermediate)
         self.output = nn.Linear(intermediate, hidden)
         self.out_norm = nn.LayerNorm(hidden, eps=LN_EPS)
-        self.dropout = nn.Dropout(DROPOUT)
+        self.dropout = nn.Dropout(dropout)
+
+    def linear_dropout(self, x: flow.Tensor, linear: nn.Linear) -> flow.Tensor:
+        if self.fusions.bias_dropout:
+            p = self.dropout_p if self.training else 0.0
+            return flow._C.fused_bias_add_dropout(
+                matmul_no_bias(x, linear), linear.bias, p=p, axis=x.ndim - 1
+            )
+        return self.dropout(linear(x))
 
     def forward(self, x: flow.Tensor, attn_mask: flow.Tensor | None) -> flow.Tensor:
-        x = self.attn_norm(x + self.dropout(self.attn_out(self.attention(x, attn_mask))))
-        y = self.output(F.gelu(self.intermediate(x)))
-        return self.out_norm(x + self.dropout(y))
+        x = self.attn_norm(x + self.linear_dropout(self.attention(x, attn_mask), self.attn_out))
+        if self.fusions.bias_gelu:
+            y = matmul_no_bias(x, self.intermediate)
+            y = flow._C.fused_bias_add_gelu(y, self.intermediate.bias, axis=y.ndim - 1)
+        else:
+            y = F.gelu(self.intermediate(x))
+        return self.out_norm(x + self.linear_dropout(y, self.output))
 
 
 class BertForPreTraining(nn.Module):
-    def __init__(self, cfg: dict[str, int]) -> None:
+    def __init__(
+        self, cfg: dict[str, int], fusions: BertFusions = BertFusions(), dropout: float = DROPOUT
+    ) -> None:
         super().__init__()
         hidden = cfg["hidden"]
         self.vocab = cfg["vocab"]
@@ -233,9 +328,12 @@ class BertForPreTraining(nn.Module):
         self.position_embeddings = nn.Embedding(cfg["max_positions"], hidden)
         self.token_type_embeddings = nn.Embedding(cfg["type_vocab"], hidden)
         self.emb_norm = nn.LayerNorm(hidden, eps=LN_EPS)
-        self.emb_dropout = nn.Dropout(DROPOUT)
+        self.emb_dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            [EncoderLayer(hidden, cfg["heads"], cfg["intermediate"]) for _ in range(cfg["layers"])]
+            [
+                EncoderLayer(hidden, cfg["heads"], cfg["intermediate"], fusions, dropout)
+                for _ in range(cfg["layers"])
+            ]
         )
         self.pooler = nn.Linear(hidden, hidden)
         self.nsp = nn.Linear(hidden, 2)
@@ -303,10 +401,42 @@ def count_params(model: nn.Module) -> int:
     return total
 
 
+def set_nhwc(on: bool) -> None:
+    """OneFlow 0.9's layout switch: modules created while it is "1" work in NHWC, and its cuDNN
+    batch norm reads it at every call, so it stays set for the run. Set in the process, before
+    the model is built, as OneFlow's own ResNet50 does (models/resnet50.py, models/data.py)."""
+    os.environ["ONEFLOW_ENABLE_NHWC"] = "1" if on else "0"
+
+
 def build_model(args: argparse.Namespace) -> nn.Module:
-    if args.model == "resnet50":
-        return ResNet50(args.num_classes)
-    return BertForPreTraining(BERT_BASE)
+    """The model as the (resolved) best-practice flags ask. A channels-last ResNet50 starts from
+    the same weights as the NCHW one (built first, its conv weights copied in NHWC order), so
+    the two give the same losses for the same seed."""
+    if args.model == "bert":
+        fusions = BertFusions(
+            bias_gelu=bool(args.bias_gelu_fusion),
+            bias_dropout=bool(args.bias_dropout_fusion),
+            scale_mask_softmax=bool(args.scale_mask_softmax_fusion),
+        )
+        return BertForPreTraining(BERT_BASE, fusions, args.dropout)
+
+    def resnet(channels_last: bool) -> ResNet50:
+        set_nhwc(channels_last)
+        fuse = (bool(args.fuse_bn_relu), bool(args.fuse_bn_add_relu))
+        return ResNet50(args.num_classes, *fuse, channels_last=channels_last)
+
+    model = resnet(False)  # also overrides an ONEFLOW_ENABLE_NHWC inherited from the shell
+    if not args.channels_last:
+        return model
+    nhwc = resnet(True)
+    source = dict(model.named_parameters()) | dict(model.named_buffers())
+    with flow.no_grad():
+        for name, tensor in [*nhwc.named_parameters(), *nhwc.named_buffers()]:
+            value = source[name]
+            if value.ndim == 4:  # conv weight: (out, in, kh, kw) -> (out, kh, kw, in)
+                value = value.permute(0, 2, 3, 1).contiguous()
+            tensor.copy_(value)
+    return nhwc
 
 
 def forward_flops_per_sample(args: argparse.Namespace) -> float:
@@ -373,6 +503,190 @@ def amp_problem(device: str) -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------------------------
+# Best practice: OneFlow's own settings (the adapter passes its defaults), each switchable
+# --------------------------------------------------------------------------------------------
+
+RESNET_SETTINGS = ("fuse_bn_relu", "fuse_bn_add_relu", "channels_last")  # NHWC checked last
+BERT_SETTINGS = ("bias_gelu_fusion", "bias_dropout_fusion", "scale_mask_softmax_fusion")
+GRAPH_SETTINGS = ("fuse_add_to_output", "fuse_model_update_ops", "fuse_cast_scale")
+TRAIN_GRAPH_SETTINGS = ("fuse_model_update_ops", "fuse_cast_scale")  # optimizer / grad scaling
+
+# What the best-practice flags really did here, reported in the start event and the log: True
+# or False as asked, a word for a choice, or "off: <why>" where a setting asked for cannot
+# apply (no kernel for this device in this OneFlow, an nn.Graph pass in an eager run, ...).
+APPLIED: dict[str, object] = {}
+
+
+def run_autocast(args: argparse.Namespace, device: flow.device) -> Any:
+    """The eager run's autocast context, for the checks below: a no-op without --precision amp,
+    and with --xla, where nn.Graph's own AMP pass (config.enable_amp) places the casts and the
+    checks can only ask whether the device has the kernels."""
+    if args.precision != "amp" or args.xla:
+        return contextlib.nullcontext()
+    return flow.autocast(
+        device.type, dtype=flow.float16 if device.type == "cuda" else flow.bfloat16
+    )
+
+
+def first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0].strip() if text else ''}"
+
+
+def kernel_problem(args: argparse.Namespace, device: flow.device, key: str) -> str | None:
+    """Why the fused kernels behind `key` cannot run on `device` here, or None: they run once on
+    tiny tensors the way the model calls them (under the run's autocast; forward and backward
+    when training, with the run's dropout). OneFlow 0.9 registers several fused kernels for
+    CUDA only, and says so only when one is first called."""
+    train = args.mode == "train"
+    p = args.dropout if train else 0.0
+    try:
+        with contextlib.nullcontext() if train else flow.no_grad():
+            x = flow.randn(2, 4, 4, 8, device=device, requires_grad=train)
+            with run_autocast(args, device):
+                if key in ("fuse_bn_relu", "fuse_bn_add_relu"):
+                    conv = nn.Conv2d(4, 4, 1, bias=False).to(device)
+                    norm = nn.FusedBatchNorm2d(4).to(device)
+                    h = conv(x)
+                    y = norm(h, h if key == "fuse_bn_add_relu" else None)
+                elif key in ("bias_gelu_fusion", "bias_dropout_fusion"):
+                    lin = nn.Linear(8, 8).to(device)
+                    h = matmul_no_bias(x, lin)
+                    if key == "bias_gelu_fusion":
+                        y = flow._C.fused_bias_add_gelu(h, lin.bias, axis=3)
+                    else:
+                        y = flow._C.fused_bias_add_dropout(h, lin.bias, p=p, axis=3)
+                else:  # scale_mask_softmax_fusion: x as [batch, heads, seq, head size]
+                    keep = flow.ones(2, 1, 4, 4, dtype=flow.bool, device=device)
+                    scores = flow.matmul(x, x, transpose_b=True)
+                    y = flow._C.fused_scale_mask_softmax_dropout(
+                        scores, keep, fill_value=-10000.0, scale=0.125, p=p
+                    )[0]
+            if train:
+                y.float().sum().backward()
+                float(x.grad.float().sum().item())  # the engine is asynchronous: wait for it
+            else:
+                float(y.float().sum().item())
+    except Exception as exc:
+        missing = re.search(r"op_type_name: (\w+)", str(exc))
+        if "Cannot find the kernel" in str(exc) and missing:
+            return f"oneflow {flow.__version__} has no {device.type} kernel for {missing[1]}"
+        return f"fails on {device.type} in oneflow {flow.__version__}: {first_line(exc)}"[:300]
+    return None
+
+
+def nhwc_problem(args: argparse.Namespace, device: flow.device) -> str | None:
+    """Why channels-last cannot serve here, or None: a tiny conv + batch norm (+ ReLU) + max pool
+    built in NHWC must give what the NCHW one gives from the same weights and images (forward,
+    and the image gradient when training). OneFlow 0.9's CPU conv and batch-norm kernels take
+    NHWC tensors without complaint and return wrong numbers (conv off by ~20 on unit-scale
+    data, seen on this project's VM), so running is not enough."""
+    train = args.mode == "train"
+    rng = np.random.RandomState(0)
+    images = rng.standard_normal((2, 8, 6, 6)).astype(np.float32)
+    weight = (0.1 * rng.standard_normal((8, 8, 3, 3))).astype(np.float32)
+
+    def nhwc(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+    results = []
+    try:
+        for on in (False, True):
+            set_nhwc(on)
+            conv = nn.Conv2d(8, 8, 3, padding=1, bias=False).to(device)
+            norm = (nn.FusedBatchNorm2d if args.fuse_bn_relu else nn.BatchNorm2d)(8).to(device)
+            pool = nn.MaxPool2d(3, stride=2, padding=1)
+            with flow.no_grad():
+                conv.weight.copy_(flow.tensor(nhwc(weight) if on else weight, device=device))
+            x = flow.tensor(nhwc(images) if on else images, device=device, requires_grad=train)
+            with contextlib.nullcontext() if train else flow.no_grad():
+                with run_autocast(args, device):
+                    h = conv(x)
+                    y = pool(norm(h, None) if args.fuse_bn_relu else flow.relu(norm(h)))
+                out = [y.float().numpy()]
+                if train:
+                    (y.float() * y.float()).sum().backward()
+                    out.append(x.grad.float().numpy())
+            results.append(out if on else [nhwc(a) for a in out])
+    except Exception as exc:
+        return f"fails on {device.type} in oneflow {flow.__version__}: {first_line(exc)}"[:300]
+    finally:
+        set_nhwc(False)
+    tol = 2e-2 if args.precision == "amp" else 1e-3
+    for name, want, got in zip(("output", "image gradient"), *results, strict=False):
+        limit = tol * max(1.0, float(np.abs(want).max()))
+        diff = float(np.abs(want - got).max())
+        if not diff <= limit:
+            return (
+                f"oneflow {flow.__version__}'s NHWC conv / batch norm on {device.type} give "
+                f"another {name} than NCHW from the same weights (max abs difference "
+                f"{diff:.3g} > {limit:.3g})"
+            )
+    return None
+
+
+def resolve_practice(args: argparse.Namespace, device: flow.device) -> None:
+    """Apply the best-practice flags that can apply here and turn off those that cannot, each
+    recorded in APPLIED; the model, step and graphs are then built from `args` as resolved."""
+    own, other = RESNET_SETTINGS, BERT_SETTINGS
+    if args.model == "bert":
+        own, other = other, own
+    for key in own:
+        problem = None
+        if getattr(args, key) and key == "channels_last":
+            problem = nhwc_problem(args, device)
+        elif getattr(args, key):
+            problem = kernel_problem(args, device, key)
+        APPLIED[key] = f"off: {problem}" if problem else bool(getattr(args, key))
+        if problem:
+            setattr(args, key, 0)
+    for key in other:
+        if getattr(args, key):
+            APPLIED[key] = f"off: a {'BERT' if args.model == 'resnet50' else 'ResNet50'} setting"
+            setattr(args, key, 0)
+
+    if device.type == "cuda" and args.cudnn_conv_algo != "heuristic":
+        # Eager convolutions; nn.Graph takes the same choice from its config (configure_graph).
+        try:
+            flow.backends.cudnn.enable_conv_heuristic_search_algo(False)
+            APPLIED["cudnn_conv_algo"] = args.cudnn_conv_algo
+        except Exception as exc:  # an nn.Graph still searches through its own config
+            where = "nn.Graph only" if args.xla else "off"
+            APPLIED["cudnn_conv_algo"] = f"{where}: flow.backends.cudnn says {first_line(exc)}"
+    elif device.type == "cuda" and args.model == "resnet50":
+        APPLIED["cudnn_conv_algo"] = args.cudnn_conv_algo
+    elif args.cudnn_conv_algo != "heuristic":
+        APPLIED["cudnn_conv_algo"] = f"off: cuDNN is CUDA only (this run is on {device.type})"
+        args.cudnn_conv_algo = "heuristic"
+
+    for key in GRAPH_SETTINGS:
+        asked = bool(getattr(args, key))
+        if not args.xla:
+            if asked:
+                APPLIED[key] = "off: an nn.Graph pass; this run is eager (no --xla)"
+        elif args.mode == "infer" and key in TRAIN_GRAPH_SETTINGS:
+            if asked:
+                APPLIED[key] = "off: a training-graph pass; this run is inference"
+        else:
+            APPLIED[key] = asked
+            continue
+        setattr(args, key, 0)
+
+
+def configure_graph(graph: nn.Graph, args: argparse.Namespace, device: flow.device) -> None:
+    """The resolved nn.Graph best practice, as OneFlow's ResNet50 (models graph.py) and LiBai
+    (libai/models/utils/graph_base.py) configure their graphs."""
+    if args.fuse_add_to_output:
+        graph.config.allow_fuse_add_to_output(True)
+    if args.fuse_model_update_ops:
+        graph.config.allow_fuse_model_update_ops(True)
+    if args.fuse_cast_scale:
+        graph.config.allow_fuse_cast_scale(True)
+    if device.type == "cuda":
+        graph.config.enable_cudnn_conv_heuristic_search_algo(args.cudnn_conv_algo == "heuristic")
+
+
 class DynamicLossScaler:
     """Eager fp16 loss scaling (OneFlow 0.9's flow.amp.GradScaler only configures nn.Graph):
     the torch.amp.GradScaler recipe. Unscale the gradients, skip the update and halve the scale
@@ -406,6 +720,8 @@ def model_inputs(
     b = args.batch_size
     if args.model == "resnet50":
         images_np = rng.standard_normal((b, 3, args.image_size, args.image_size))
+        if args.channels_last:  # the same images, NHWC
+            images_np = np.ascontiguousarray(images_np.transpose(0, 2, 3, 1))
         return (flow.tensor(images_np.astype(np.float32), device=device),)
     s = args.seq_len
     input_ids_np = rng.randint(0, BERT_BASE["vocab"], (b, s))
@@ -488,6 +804,7 @@ def make_step(
                 super().__init__()
                 self.model = model
                 self.add_optimizer(optimizer)
+                configure_graph(self, args, device)
                 if amp:
                     self.config.enable_amp(True)
                 if use_scaler:
@@ -561,6 +878,7 @@ def make_predict(
             def __init__(self) -> None:
                 super().__init__()
                 self.model = model
+                configure_graph(self, args, device)
                 if amp:
                     self.config.enable_amp(True)
 
@@ -670,6 +988,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="CPU threads (set by the adapter via OMP env)")
+    p.add_argument(
+        "--dropout",
+        type=float,
+        default=DROPOUT,
+        help="BERT dropout probability (0 makes fused and unfused kernels comparable)",
+    )
+    # Best practice, each switchable (the adapter passes its defaults for the device and model;
+    # one that cannot apply here is turned off and says why, see resolve_practice):
+    flag = {"type": int, "choices": (0, 1), "default": 0}
+    p.add_argument("--channels-last", **flag, help="ResNet50 in NHWC (ONEFLOW_ENABLE_NHWC=1)")
+    p.add_argument("--fuse-bn-relu", **flag, help="ResNet50: FusedBatchNorm2d for BN + ReLU")
+    p.add_argument("--fuse-bn-add-relu", **flag, help="ResNet50: FusedBatchNorm2d, BN+add+ReLU")
+    p.add_argument(
+        "--cudnn-conv-algo",
+        choices=("heuristic", "search"),
+        default="heuristic",
+        help="CUDA: cuDNN conv algorithms by heuristic (OneFlow's default) or search",
+    )
+    p.add_argument("--bias-gelu-fusion", **flag, help="BERT: fused_bias_add_gelu")
+    p.add_argument("--bias-dropout-fusion", **flag, help="BERT: fused_bias_add_dropout")
+    p.add_argument(
+        "--scale-mask-softmax-fusion", **flag, help="BERT: fused_scale_mask_softmax_dropout"
+    )
+    p.add_argument("--fuse-add-to-output", **flag, help="nn.Graph: allow_fuse_add_to_output")
+    p.add_argument("--fuse-model-update-ops", **flag, help="nn.Graph: allow_fuse_model_update_ops")
+    p.add_argument("--fuse-cast-scale", **flag, help="nn.Graph: allow_fuse_cast_scale")
     p.add_argument("--mode", choices=("train", "infer"), default="train")
     p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
     p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
@@ -680,6 +1024,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--loadgen-settings needs --mode infer")
     if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
         p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
+    if not 0.0 <= args.dropout < 1.0:
+        p.error("--dropout must be in [0, 1)")
     return args
 
 
@@ -767,6 +1113,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             return unsupported(problem)
 
+    resolve_practice(args, device)
     flow.manual_seed(args.seed)  # the same initial weights on every rank
     model = build_model(args).to(device)
     model.train()
@@ -805,6 +1152,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu_native_bf16=native_bf16,
         rank=rank,
         world_size=world,
+        practice=APPLIED,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
@@ -815,6 +1163,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{threads or 'default'} threads, {args.steps} steps",
         flush=True,
     )
+    print("best practice: " + ", ".join(f"{k} {v}" for k, v in sorted(APPLIED.items())),
+          flush=True)  # fmt: skip
     if amp_dtype == "bfloat16" and native_bf16 is False:
         print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
               "autocast is emulated and usually much slower than fp32", flush=True)  # fmt: skip
