@@ -158,8 +158,8 @@ def main() -> int:
     cuda = device.type == "cuda"
     if cuda:
         torch.backends.cudnn.benchmark = True
-    if args.channels_last is None:
-        args.channels_last = int(cuda)
+    if args.channels_last is None:  # on a CPU it pays off from 112 px up (measured)
+        args.channels_last = int(cuda or args.image_size >= 112)
     torch.manual_seed(0)
     b = args.batch_size
     fused = {"fused": True} if args.fused else {}

@@ -34,7 +34,7 @@ def test_config_key_names_the_configuration_not_the_protocol():
     a = resolve_spec("pytorch", "resnet50", overrides={"repeats": 3})
     b = resolve_spec("pytorch", "resnet50", overrides={"repeats": 7, "skip": 5})
     # The best-practice settings are part of what was measured.
-    settings = "channels_last=0_fused_optimizer=1"
+    settings = "channels_last=1_fused_optimizer=1"
     assert a.config_key() == b.config_key()
     assert a.config_key() == f"pytorch_resnet50_ootb_train_cpu_fp32_1n1d_b128_img224_{settings}"
     amp = resolve_spec("pytorch", "resnet50", overrides={"precision": "amp", "xla": True})

@@ -714,6 +714,8 @@ def main(argv: list[str] | None = None) -> int:
         rank=rank,
         world_size=world,
         practice=APPLIED,
+        # MXNet's CPU operators read OMP_NUM_THREADS at start-up (unset: one per CPU)
+        threads=int(os.environ.get("OMP_NUM_THREADS") or 0) if args.device == "cpu" else None,
     )
     shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
     print(
