@@ -298,6 +298,9 @@ def run(
         TimeRemainingColumn(),
         console=out,
         transient=True,
+        # Redrawing the bar takes CPU from the workload on a small machine: once a second is
+        # enough for an ETA counted in minutes.
+        refresh_per_second=1,
     )
     with progress:
         task = progress.add_task("running", total=spec.repeats)
@@ -485,6 +488,7 @@ def sweep(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
+        refresh_per_second=1,
     )
     failed = []
     with progress:
