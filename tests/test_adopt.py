@@ -156,3 +156,14 @@ def test_the_built_pytorch_env_adopted_as_if_it_were_foreign(tmp_path):
     assert environment["dists_digest"] == info.dists_digest
     with pytest.raises(DlperfError, match="cannot use a GPU there.*is_available\\(\\) is False"):
         adopt(built.python, cuda_check=PYTORCH.cuda_check)
+
+
+def test_dry_runs_name_the_adopted_interpreter_for_built_in_and_official_code(tmp_path):
+    for impl in ("ootb", "official"):
+        out = subprocess.run(
+            [sys.executable, "-m", "dlperf", "run", "pytorch", "resnet50", "--impl", impl,
+             "--python", "/opt/site/bin/python3", "--dry-run"],
+            cwd=tmp_path, capture_output=True, text=True,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert "/opt/site/bin/python3 " in out.stdout, out.stdout
