@@ -118,6 +118,11 @@ class TorchBert(nn.Module):
         self.transform = nn.Linear(h, h)
         self.transform_norm = nn.LayerNorm(h, eps=1e-12)
         self.bias = nn.Parameter(torch.zeros(VOCAB))
+        for m in self.modules():  # BERT's (and transformers') init: N(0, 0.02), zero biases
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+            if isinstance(m, nn.Linear):
+                nn.init.zeros_(m.bias)
 
     def forward(self, ids: torch.Tensor, types: torch.Tensor, mask: torch.Tensor | None):
         pos = torch.arange(ids.shape[1], device=ids.device)

@@ -305,7 +305,10 @@ def workload_interpreter(
                 "--python applies to implementations that run in a Python environment"
             )
         framework = get_adapter(spec.framework)
-        verify = getattr(framework, "verify", "") or "import platform; print('python')"
+        # stdlib-only workloads (calibration) need nothing but a Python: its version then
+        verify = (
+            getattr(framework, "verify", "") or "import platform as p; print(p.python_version())"
+        )
         cuda_check = getattr(framework, "cuda_check", "") if spec.device == "cuda" else ""
         log(f"checking {python}: {spec.framework} importable")
         pinned = env_spec.requirements if env_spec else ()
