@@ -52,6 +52,7 @@ from dlperf.stats import (
     PERCENTILES,
     TooFewSteps,
     WindowThroughput,
+    ZeroLengthWindow,
     latency_percentiles,
     noise_warnings,
     percentile_name,
@@ -620,12 +621,16 @@ class Job:
             # Each rank's own window; the job's takes as long as the slowest of them and counts
             # every rank's samples (a per-step max-reduce would also add up unsynchronised
             # jitter).
-            rank_windows = [window_throughput(r.marks, spec.skip, spec.measure) for r in runs]
-            elapsed = max(w.elapsed_s for w in rank_windows)
-            samples = sum(w.samples for w in rank_windows)
-            window = dataclasses.replace(
-                window, throughput=samples / elapsed, samples=samples, elapsed_s=elapsed
-            )
+            try:
+                rank_windows = [window_throughput(r.marks, spec.skip, spec.measure) for r in runs]
+            except ValueError as exc:  # one rank's own marks give no window
+                status, message, window = RepeatStatus.bad_output, f"a rank: {exc}", None
+            else:
+                elapsed = max(w.elapsed_s for w in rank_windows)
+                samples = sum(w.samples for w in rank_windows)
+                window = dataclasses.replace(
+                    window, throughput=samples / elapsed, samples=samples, elapsed_s=elapsed
+                )
         log = proc.log_path if dispatched or first_bad else node_logs[0]
         others = node_logs if dispatched else []  # the dispatcher's log says little
         return make_repeat(
@@ -720,6 +725,8 @@ def classify(spec: BenchmarkSpec, outcome: str, exit_code: int | None, parsed: P
         window = window_throughput(parsed.marks, spec.skip, spec.measure)
     except TooFewSteps as exc:
         return RepeatStatus.too_few_steps, f"{exc}; the workload exited cleanly {where}", None
+    except ZeroLengthWindow as exc:
+        return RepeatStatus.bad_output, str(exc), None
     return RepeatStatus.ok, "", window
 
 

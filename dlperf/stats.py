@@ -22,6 +22,10 @@ class TooFewSteps(ValueError):
     """The marks do not reach the end of the requested window."""
 
 
+class ZeroLengthWindow(ValueError):
+    """The window's first and last marks carry the same (or a decreasing) time: no rate."""
+
+
 @dataclass(frozen=True)
 class WindowThroughput:
     throughput: float  # samples / elapsed
@@ -62,7 +66,10 @@ def window_throughput(marks: Sequence[Mark], skip: int, measure: int) -> WindowT
     samples = sum(m.samples for m in inside)
     elapsed = end.time - start.time
     if elapsed <= 0:
-        raise ValueError(f"non-positive elapsed time {elapsed} over steps {start.step}..{end.step}")
+        raise ZeroLengthWindow(
+            f"the marks of steps {start.step} and {end.step} are {elapsed:g} s apart: the "
+            "workload's clock is coarser than the window (or went backwards), so no rate exists"
+        )
     times = [b.time - a.time for a, b in zip([start, *inside], inside, strict=False)]
     return WindowThroughput(samples / elapsed, start.step, end.step, samples, elapsed, tuple(times))
 

@@ -136,3 +136,10 @@ def test_a_busy_machine_marks_the_result_noisy(tmp_path):
         assert r.machine_load.wall_s == pytest.approx(r.wall_s, rel=0.5)
     assert result.metrics.noisy
     assert any("the machine was busy" in w for w in result.warnings)
+
+
+def test_a_clock_that_never_moves_is_bad_output_and_the_result_is_stored(tmp_path):
+    result, path = run_benchmark(spec(options={"step_ms": "5", "clock_scale": "0"}), tmp_path)
+    assert result.status == ResultStatus.failed and path.exists()
+    assert {r.status for r in result.repeats} == {RepeatStatus.bad_output}
+    assert "coarser than the window" in result.repeats[0].message

@@ -90,3 +90,11 @@ def test_marks_that_all_lie_after_the_window_are_too_few_steps():
     marks = [Mark(150, 1.0, 0.0), Mark(200, 2.0, 100.0)]  # a log that starts late
     with pytest.raises(TooFewSteps, match="no two marks lie inside the window steps 20..120"):
         window_throughput(marks, 20, 100)
+
+
+def test_a_zero_length_window_is_its_own_error():
+    from dlperf.stats import ZeroLengthWindow
+
+    marks = [Mark(i, 5.0, 0.0 if i == 0 else 8.0) for i in range(6)]  # a clock that never moves
+    with pytest.raises(ZeroLengthWindow, match="0 s apart"):
+        window_throughput(marks, skip=1, measure=3)
