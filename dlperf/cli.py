@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape as esc
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 from typer.exceptions import TyperException
@@ -101,8 +102,8 @@ def env_create(
         console.print(f"{framework} runs on the host interpreter; it needs no environment")
         return
     with console.status(f"preparing {spec.name} (first build can take minutes)"):
-        env = ensure_env(spec, rebuild=rebuild, log=lambda m: console.print(f"  {m}"))
-    console.print(f"[green]ready[/] {env.path} ({framework} {env.framework_version})")
+        env = ensure_env(spec, rebuild=rebuild, log=lambda m: console.print(f"  {esc(m)}"))
+    console.print(f"[green]ready[/] {esc(str(env.path))} ({framework} {env.framework_version})")
 
 
 @env_app.command("list")
@@ -112,13 +113,13 @@ def env_list() -> None:
 
     records = list_envs()
     if not records:
-        console.print(f"no environments in {envs_root()}")
+        console.print(f"no environments in {esc(str(envs_root()))}", markup=False)
         return
     table = Table("name", "state", "framework version", "python", "size", "path")
     for r in records:
         size = f"{r.size_bytes / 2**30:.2f} GiB" if r.size_bytes else "—"
         table.add_row(
-            r.name, r.state, r.framework_version or "—", r.python or "—", size, str(r.path)
+            r.name, r.state, r.framework_version or "—", r.python or "—", size, esc(str(r.path))
         )
     console.print(table)
 
@@ -129,7 +130,7 @@ def env_remove(name: str) -> None:
     from dlperf.envs import remove_envs
 
     for path in remove_envs(name):
-        console.print(f"removed {path}")
+        console.print(f"removed {path}", markup=False)
 
 
 def _parse_sets(items: list[str]) -> dict[str, str]:
@@ -279,7 +280,7 @@ def run(
 
         argv = _run_argv(spec, results_dir, official, launch.hosts, python)
         sbatch.write_text(sbatch_script(spec, argv, str(Path.cwd())))
-        console.print(f"wrote {sbatch}; submit it with: sbatch {sbatch}")
+        console.print(f"wrote {sbatch}; submit it with: sbatch {sbatch}", markup=False)
         return
     out = err if json_out else console
     out.print(
@@ -308,11 +309,13 @@ def run(
         def done(r) -> None:
             value = f"{r.throughput:.2f} samples/s" if r.throughput else r.message
             colour = "green" if r.status.value == "ok" else "red"
-            progress.console.print(f"  repeat {r.index}: [{colour}]{r.status.value}[/] {value}")
+            progress.console.print(
+                f"  repeat {r.index}: [{colour}]{r.status.value}[/] {esc(value)}"
+            )
             progress.advance(task)
 
         callbacks = RunCallbacks(
-            message=lambda m: progress.console.print(f"  {m}"),
+            message=lambda m: progress.console.print(f"  {esc(m)}"),
             repeat_started=lambda i, n: progress.update(task, description=f"repeat {i}/{n}"),
             repeat_done=done,
         )
@@ -419,8 +422,8 @@ def _print_plan(spec, official, launch, python: Path | None = None) -> None:
             console.print(f"(node 0's command starts the processes on all {spec.nodes} nodes)")
     launcher = launch.launcher if launch.is_job(spec) else "local"
     for node in through_launcher(launcher, nodes):
-        console.print(f"[bold]node {node.node_rank}[/] ({node.host}):", highlight=False)
-        console.print(f"  {node.shell_line()}", highlight=False, soft_wrap=True)
+        console.print(f"[bold]node {node.node_rank}[/] ({esc(node.host)}):", highlight=False)
+        console.print(f"  {node.shell_line()}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _print_summary(out: Console, result, path: Path) -> None:
@@ -435,10 +438,10 @@ def _print_summary(out: Console, result, path: Path) -> None:
     if m.score is not None:
         out.print(f"[bold]score {m.score:.4g} {m.score_unit}[/] (the op's own rate)")
     if m.mfu is not None:
-        out.print(f"MFU {m.mfu:.2%} of {m.peak_flops / 1e12:.3g} TFLOP/s ({m.peak_source})")
+        out.print(f"MFU {m.mfu:.2%} of {m.peak_flops / 1e12:.3g} TFLOP/s ({esc(m.peak_source)})")
     for w in result.warnings:
-        out.print(f"[yellow]warning:[/] {w}")
-    out.print(f"status [bold]{result.status.value}[/]; stored {path}")
+        out.print(f"[yellow]warning:[/] {esc(w)}")
+    out.print(f"status [bold]{result.status.value}[/]; stored {esc(str(path))}")
 
 
 def _print_scaling(out: Console, result, results_dir: Path) -> None:
@@ -479,7 +482,7 @@ def sweep(
 
     plan = load_plan(file)
     for why in plan.skipped:
-        console.print(f"[dim]not in the matrix: {why}[/]")
+        console.print(f"[dim]not in the matrix: {esc(why)}[/]")
     console.print(f"{len(plan.specs)} configuration(s)")
     progress = Progress(
         TextColumn("{task.description}"),
@@ -496,7 +499,9 @@ def sweep(
 
         def done(spec, r) -> None:
             value = f"{r.throughput:.2f} samples/s" if r.throughput else r.message
-            progress.console.print(f"  {spec.config_key()} #{r.index}: {r.status.value} {value}")
+            progress.console.print(
+                f"  {spec.config_key()} #{r.index}: {r.status.value} {esc(value)}"
+            )
             progress.advance(task)
 
         def config_done(result, path) -> None:
@@ -504,7 +509,7 @@ def sweep(
                 failed.append(result.spec.config_key())
 
         callbacks = SweepCallbacks(
-            message=lambda m: progress.console.print(f"  {m}"),
+            message=lambda m: progress.console.print(f"  {esc(m)}"),
             planned=lambda n: progress.update(task, total=n),
             repeat_started=lambda s, i: progress.update(
                 task, description=f"{s.framework} {s.model} #{i}"
@@ -513,11 +518,11 @@ def sweep(
             config_done=config_done,
         )
         outcomes, cannot_run = run_sweep(plan, results_dir, callbacks, resume=resume)
-    console.print(f"{len(outcomes)} result(s) stored in {results_dir}")
+    console.print(f"{len(outcomes)} result(s) stored in {esc(str(results_dir))}")
     for key in failed:
         console.print(f"[red]failed or partial:[/] {key}")
     for key, why in cannot_run.items():
-        console.print(f"[red]could not run:[/] {key}: {why}")
+        console.print(f"[red]could not run:[/] {key}: {esc(why)}")
     if failed or cannot_run:
         raise typer.Exit(2)
 
@@ -532,11 +537,11 @@ def check_models_cmd(
     """Prove every framework builds the same models: parameter counts and FLOPs per sample."""
     from dlperf.checks import check_models
 
-    checks = check_models(framework, model, log=lambda m: err.print(f"  {m}"))
+    checks = check_models(framework, model, log=lambda m: err.print(f"  {esc(m)}"))
     table = Table("framework", "model", "shape", "params", "expected", "GFLOPs/sample", "check")
     for c in checks:
         flops = f"{c.flops_per_sample / 1e9:.3f}" if c.flops_per_sample else "—"
-        verdict = "[green]ok[/]" if c.ok else f"[red]MISMATCH[/] {c.error}"
+        verdict = "[green]ok[/]" if c.ok else f"[red]MISMATCH[/] {esc(c.error or '')}"
         params = f"{c.params:,}" if c.params is not None else "—"
         table.add_row(
             c.framework, c.model, c.shape, params, f"{c.expected_params:,}", flops, verdict
@@ -572,7 +577,7 @@ def sources_list() -> None:
         )
     console.print(table)
     console.print("* = the default for its framework and model")
-    console.print(f"manifests: {manifests_dir()}")
+    console.print(f"manifests: {manifests_dir()}", markup=False)
 
 
 def _selected_manifests(names: list[str] | None):
@@ -623,9 +628,9 @@ def sources_verify(
         if st.state == "missing":
             console.print(f"{m.name}: [yellow]not fetched[/] (dlperf sources fetch {m.name})")
         elif st.state == "ready":
-            console.print(f"{m.name}: [green]ok[/] {m.upstream.commit[:12]} {st.path}")
+            console.print(f"{m.name}: [green]ok[/] {m.upstream.commit[:12]} {esc(str(st.path))}")
         else:
-            console.print(f"{m.name}: [red]bad[/] {st.state.removeprefix('broken: ')}",
+            console.print(f"{m.name}: [red]bad[/] {esc(st.state.removeprefix('broken: '))}",
                           highlight=False)  # fmt: skip
         bad += st.state != "ready"
     if bad:
@@ -717,10 +722,12 @@ def parse(
     failed = False
     for result, path in imported:
         console.print(
-            f"{_headline(result)} ({len(result.repeats)} log(s)) -> {path}", highlight=False
+            f"{_headline(result)} ({len(result.repeats)} log(s)) -> {path}",
+            highlight=False,
+            markup=False,
         )
         for w in result.warnings:
-            console.print(f"  [yellow]warning:[/] {w}", highlight=False)
+            console.print(f"  [yellow]warning:[/] {esc(w)}", highlight=False)
         failed |= result.status.value != "ok"
     if failed:
         raise typer.Exit(2)
@@ -765,13 +772,13 @@ def report(
         path = reports_dir / "fambench.md"
         path.write_text("# Results in FAMBench's format\n\n" + table)
         sys.stdout.write(table)
-        console.print(f"wrote {path}")
+        console.print(f"wrote {path}", markup=False)
         return
     if style != "dlperf":
         raise DlperfError(f"unknown report style {style!r}; choose dlperf or fambench")
     paths = write_reports(results_dir, reports_dir)
     for p in paths:
-        console.print(f"wrote {p}")
+        console.print(f"wrote {p}", markup=False)
     from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
     from dlperf.store import load_results
 
@@ -802,7 +809,7 @@ def export(
         sys.stdout.write(text)
     else:
         out.write_text(text)
-        err.print(f"wrote {text.count(chr(10))} line(s) to {out}")
+        err.print(f"wrote {text.count(chr(10))} line(s) to {out}", markup=False)
 
 
 @app.command()
@@ -823,7 +830,7 @@ def score(
         raise DlperfError("give one of --freeze FILE (make a reference) or --reference FILE")
     if freeze is not None:
         n = scoring.freeze(results_dir, freeze)
-        console.print(f"froze {n} configuration(s) into {freeze}")
+        console.print(f"froze {n} configuration(s) into {freeze}", markup=False)
         return
     s = scoring.score(results_dir, reference)
     table = Table("family", "subscore", "configurations")
@@ -893,7 +900,8 @@ def doctor(
     table = Table("check", "status", "found", "advice")
     colours = {"ok": "green", "warn": "yellow", "info": "blue"}
     for c in checks:
-        table.add_row(c.name, f"[{colours.get(c.status, 'white')}]{c.status}[/]", c.value, c.advice)
+        colour = colours.get(c.status, "white")
+        table.add_row(c.name, f"[{colour}]{c.status}[/]", esc(c.value), esc(c.advice))
     console.print(table)
 
 
@@ -902,7 +910,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except DlperfError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {esc(str(exc))}", highlight=False)
         sys.exit(1)
     except (KeyboardInterrupt, typer.Abort):
         code = 130

@@ -96,6 +96,12 @@ def resolve_hosts(nodes: int, hosts: Sequence[str] | None) -> list[str]:
         )
     if len(hosts) != nodes:
         raise DlperfError(f"--nodes {nodes} but --hosts lists {len(hosts)}: {', '.join(hosts)}")
+    bad = [h for h in hosts if h.startswith("-") or any(c.isspace() for c in h)]
+    if bad:  # ssh, srun and mpirun would read "-oProxyCommand=..." as an option
+        raise DlperfError(
+            f"--hosts: {', '.join(repr(h) for h in bad)} is not a host name (it starts with '-' "
+            "or holds a space); give node addresses such as gpu0,gpu1 or 10.0.0.2"
+        )
     return hosts
 
 

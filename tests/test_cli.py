@@ -140,3 +140,25 @@ def test_doctor_says_how_and_when_the_cpu_peak_was_measured(tmp_path):
     assert {"measured", "other_share", "under_load", "source"} <= set(peak)
     # cached only when measured on an idle machine
     assert (tmp_path / "machine.json").exists() != peak["under_load"]
+
+
+def test_text_from_paths_workloads_and_hosts_is_printed_as_text(tmp_path):
+    """Brackets are rich markup: a path, a message or a host holding them must print as is."""
+    results = "r[/dev/nvidia0]"
+    out = dlperf(
+        "run", "calibration", "pace", "--preset", "smoke", "--set", "step_ms=5",
+        "--results-dir", results, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "[/dev/nvidia0]" in " ".join(out.stdout.split())
+    dry = dlperf(
+        "run", "calibration", "pace", "--nodes", "2", "--launcher", "ssh",
+        "--hosts", "[fe80::1],[bold]x[/bold]", "--dry-run", cwd=tmp_path,
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert "([fe80::1])" in dry.stdout and "[bold]x[/bold]" in dry.stdout
+    bad = dlperf("run", "calibration", "pace", "--nodes", "2", "--launcher", "ssh",
+                 "--hosts", "gpu0,-oProxyCommand=touch_x", "--dry-run", cwd=tmp_path)  # fmt: skip
+    assert bad.returncode == 1 and "is not a host name" in bad.stderr
+    missing = dlperf("run", "calibration", "pace", "--python", "/no/[/such]", cwd=tmp_path)
+    assert missing.returncode == 1 and "/no/[/such]: no such file" in missing.stderr
