@@ -905,8 +905,16 @@ def doctor(
     console.print(table)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings from the core (a skipped result file) as one line, without source lines."""
+    err.print(f"[yellow]warning:[/] {esc(str(message))}", highlight=False)
+
+
 def main() -> None:
     """Exit codes: 0 ok, 1 user error (clear message), 2 some benchmark failed, 130 Ctrl-C."""
+    import warnings
+
+    warnings.showwarning = _show_warning
     try:
         code = app(standalone_mode=False)
     except DlperfError as exc:

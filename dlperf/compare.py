@@ -9,6 +9,7 @@ of the mean not overlapping. A significant drop beyond the threshold is a regres
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,10 @@ def compare_results(a: Result, b: Result, threshold: float) -> Row | None:
 
 def compare(a: Path, b: Path, threshold: float = 0.05) -> tuple[list[Row], list[str]]:
     """Rows for the configurations both sides have, and notes on the ones only one has."""
+    if not (math.isfinite(threshold) and 0 <= threshold < 1):
+        raise DlperfError(
+            f"--threshold {threshold} must be a fraction in [0, 1), such as 0.05 for 5 %"
+        )
     side_a, side_b = load_side(a), load_side(b)
     rows, notes = [], []
     for key in sorted(set(side_a) | set(side_b)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from enum import Enum
 from typing import Any
@@ -60,10 +61,10 @@ class BenchmarkSpec(_Frozen):
     source: str | None = None  # the manifest of an official implementation (impl "official")
     scenario: str | None = None  # MLPerf LoadGen scenario (inference only)
     loadgen: dict[str, float] = Field(default_factory=dict)  # LOADGEN_SETTINGS given
-    latency_target_ms: float | None = Field(None, gt=0)  # a per-batch latency goal (infer)
+    latency_target_ms: float | None = Field(None, gt=0, allow_inf_nan=False)  # per-batch goal
     preset: str | None = None
-    timeout_s: float = Field(1800.0, gt=0)
-    no_output_timeout_s: float = Field(600.0, gt=0)
+    timeout_s: float = Field(1800.0, gt=0, allow_inf_nan=False)
+    no_output_timeout_s: float = Field(600.0, gt=0, allow_inf_nan=False)
 
     @field_validator("mode")
     @classmethod
@@ -99,6 +100,9 @@ class BenchmarkSpec(_Frozen):
                 f"unknown LoadGen setting(s) {', '.join(unknown)}; known: "
                 + ", ".join(LOADGEN_SETTINGS)
             )
+        bad = sorted(k for k, x in v.items() if not (math.isfinite(x) and x > 0))
+        if bad:
+            raise ValueError(f"LoadGen setting(s) {', '.join(bad)} must be finite numbers > 0")
         return v
 
     @model_validator(mode="after")

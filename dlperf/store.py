@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -59,11 +60,17 @@ def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:
     return data
 
 
+class SkippedResult(UserWarning):
+    """A file in a results directory that is not a loadable result: skipped, never fatal."""
+
+
 def load_result(path: Path) -> Result:
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DlperfError(f"{path}: cannot read result: {exc}") from None
+    if not isinstance(data, dict):
+        raise DlperfError(f"{path}: not a dlperf result (a JSON {type(data).__name__})")
     try:
         return Result.model_validate(upgrade(data, str(path)))
     except ValidationError as exc:
@@ -78,7 +85,20 @@ def iter_result_paths(results_dir: Path) -> list[Path]:
 
 
 def load_results(results_dir: Path) -> list[Result]:
-    return [load_result(p) for p in iter_result_paths(results_dir)]
+    """Every loadable result under `results_dir`. A file that is not one (bad JSON, not UTF-8,
+    another schema, written by a newer dlperf) is skipped with a SkippedResult warning naming
+    it: one bad file never makes the rest of the directory unreadable."""
+    return _loadable(iter_result_paths(results_dir))
+
+
+def _loadable(paths: Iterable[Path]) -> list[Result]:
+    results = []
+    for path in paths:
+        try:
+            results.append(load_result(path))
+        except DlperfError as exc:
+            warnings.warn(f"skipped {exc}", SkippedResult, stacklevel=3)
+    return results
 
 
 def latest_per_config(results: Iterable[Result]) -> list[Result]:
@@ -98,7 +118,7 @@ def find_result(results_dir: Path, config_key: str) -> Result | None:
     """The newest stored result of one configuration, if any."""
     folder = result_dir(results_dir, config_key)
     paths = sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
-    found = latest_per_config(load_result(p) for p in paths)
+    found = latest_per_config(_loadable(paths))
     return found[0] if found else None
 
 

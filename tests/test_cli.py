@@ -162,3 +162,38 @@ def test_text_from_paths_workloads_and_hosts_is_printed_as_text(tmp_path):
     assert bad.returncode == 1 and "is not a host name" in bad.stderr
     missing = dlperf("run", "calibration", "pace", "--python", "/no/[/such]", cwd=tmp_path)
     assert missing.returncode == 1 and "/no/[/such]: no such file" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "calibration", "pace", "--timeout", "inf"], "timeout_s"),
+        (["run", "calibration", "pace", "--no-output-timeout", "nan"], "no_output_timeout_s"),
+        (["run", "pytorch", "resnet50", "--mode", "infer", "--scenario", "offline",
+          "--target-qps", "nan"], "must be finite numbers > 0"),
+        (["run", "pytorch", "resnet50", "--mode", "infer", "--scenario", "offline",
+          "--target-qps", "-1"], "must be finite numbers > 0"),
+        (["compare", "a", "b", "--threshold", "nan"], "must be a fraction in [0, 1)"),
+    ],
+)  # fmt: skip
+def test_non_finite_and_out_of_range_numbers_are_refused(tmp_path, args, message):
+    out = dlperf(*args, cwd=tmp_path)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert message in " ".join(out.stderr.split())
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_unloadable_result_file_is_skipped_with_a_warning_naming_it(tmp_path):
+    ok = dlperf("run", "calibration", "pace", "--preset", "smoke", "--set", "step_ms=5",
+                cwd=tmp_path)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    (folder,) = (tmp_path / "results").iterdir()
+    (folder / "broken.json").write_text("{not json")
+    (folder / "latin1.json").write_bytes(b'{"x": "\xe9"}')
+    (folder / "list.json").write_text("[1, 2]")
+    out = dlperf("report", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stderr.split())
+    for name in ("broken.json", "latin1.json", "list.json"):
+        assert f"warning: skipped {(folder / name).relative_to(tmp_path)}" in text
+    assert "2000.0" in (tmp_path / "reports" / "pace.md").read_text()  # batch 10 / 5 ms
