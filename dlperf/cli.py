@@ -125,10 +125,23 @@ def env_list() -> None:
 
 
 @env_app.command("remove")
-def env_remove(name: str) -> None:
-    """Remove environments named NAME or starting with NAME- (e.g. `pytorch`)."""
-    from dlperf.envs import remove_envs
+def env_remove(
+    name: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Remove without asking.")] = False,
+) -> None:
+    """Remove environments named NAME or starting with NAME- (e.g. `pytorch`); asks first."""
+    from dlperf.envs import list_envs, remove_envs
 
+    matched = [r.name for r in list_envs() if r.name == name or r.name.startswith(f"{name}-")]
+    if matched and not yes:
+        if not sys.stdin.isatty():
+            raise DlperfError(
+                f"dlperf env remove {name} would delete {', '.join(matched)}; nobody is at a "
+                "terminal to confirm, so nothing was removed: add --yes to remove them"
+            )
+        if not typer.confirm(f"remove {', '.join(matched)}?"):
+            console.print("nothing removed")
+            return
     for path in remove_envs(name):
         console.print(f"removed {path}", markup=False)
 

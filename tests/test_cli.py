@@ -197,3 +197,22 @@ def test_an_unloadable_result_file_is_skipped_with_a_warning_naming_it(tmp_path)
     for name in ("broken.json", "latin1.json", "list.json"):
         assert f"warning: skipped {(folder / name).relative_to(tmp_path)}" in text
     assert "2000.0" in (tmp_path / "reports" / "pace.md").read_text()  # batch 10 / 5 ms
+
+
+def test_env_remove_asks_first_and_removes_only_with_yes(tmp_path):
+    import os
+
+    env = {**os.environ, "DLPERF_HOME": str(tmp_path)}
+    victim = tmp_path / "envs" / "tiny-cpu-py3.11-0123456789ab"
+    victim.mkdir(parents=True)
+
+    def remove(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "dlperf", "env", "remove", "tiny", *extra],
+            capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    out = remove()  # as when `dlperf env list | dlperf env remove tiny` is pasted
+    assert out.returncode == 1 and "add --yes" in out.stderr and victim.exists()
+    out = remove("--yes")
+    assert out.returncode == 0 and not victim.exists()
