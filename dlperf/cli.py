@@ -925,9 +925,18 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main() -> None:
     """Exit codes: 0 ok, 1 user error (clear message), 2 some benchmark failed, 130 Ctrl-C."""
+    import signal
     import warnings
 
     warnings.showwarning = _show_warning
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    # CI cancelling, `timeout`, `scancel` (SIGTERM) and a closed terminal (SIGHUP) stop dlperf
+    # as Ctrl-C does: workloads killed, finished repeats kept.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
     try:
         code = app(standalone_mode=False)
     except DlperfError as exc:
@@ -939,7 +948,10 @@ def main() -> None:
         exc.show()
         sys.exit(1)
     if code == 130:  # Typer turns Ctrl-C into Exit(130) before we see it
-        err.print("[yellow]interrupted[/]: workloads stopped; no result was written")
+        err.print(
+            "[yellow]interrupted[/]: workloads stopped; repeats that had finished were stored "
+            "(the others marked interrupted); a sweep resumes where it stopped"
+        )
     sys.exit(code if isinstance(code, int) else 0)
 
 

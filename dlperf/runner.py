@@ -370,19 +370,34 @@ def run_benchmark(
 ) -> tuple[Result, Path]:
     """Run every repeat, store the result atomically, return it with its path.
 
-    Ctrl-C stops the running workload (proc kills its process group) and propagates before
-    anything is written, so no half-written result is left behind.
+    Ctrl-C (and SIGTERM / SIGHUP, which the CLI turns into it) stops the running workload (proc
+    kills its process group); the repeats finished before it are stored, the others marked
+    `interrupted`, and the interruption propagates.
     """
     cb = callbacks or RunCallbacks()
     run = prepare_run(
         spec, results_dir, cb, rebuild_env, official=official, launch=launch, python=python
     )
-    repeats = []
-    for index in range(1, spec.repeats + 1):
-        cb.repeat_started(index, spec.repeats)
-        repeat = run.run_repeat(index)
-        repeats.append(repeat)
-        cb.repeat_done(repeat)
+    repeats: list[Repeat] = []
+    try:
+        for index in range(1, spec.repeats + 1):
+            cb.repeat_started(index, spec.repeats)
+            repeat = run.run_repeat(index)
+            repeats.append(repeat)
+            cb.repeat_done(repeat)
+    except KeyboardInterrupt:
+        if repeats:  # what was measured is kept; the rest is marked, not dropped
+            missing = [
+                Repeat(
+                    index=i,
+                    status=RepeatStatus.interrupted,
+                    message="dlperf was interrupted (Ctrl-C, SIGTERM or SIGHUP) before this "
+                    "repeat finished",
+                )
+                for i in range(len(repeats) + 1, spec.repeats + 1)
+            ]
+            run.finish(results_dir, repeats + missing)
+        raise
     return run.finish(results_dir, repeats)
 
 

@@ -78,7 +78,11 @@ def test_report_without_results_says_what_to_do(tmp_path):
     assert out.returncode == 1 and "dlperf run" in out.stderr
 
 
-def test_ctrl_c_stops_the_workload_and_writes_no_result(tmp_path):
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("after_repeats", [0, 1])
+def test_a_signal_stops_the_workload_and_keeps_the_finished_repeats(
+    tmp_path, signame, after_repeats
+):
     import signal
     import time
 
@@ -86,23 +90,30 @@ def test_ctrl_c_stops_the_workload_and_writes_no_result(tmp_path):
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "dlperf", "run", "calibration", "pace", "--preset", "smoke",
-         "--set", "step_ms=200"],
+         "--set", "step_ms=100", "--skip", "1", "--measure", "2", "--repeats", "3"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 30
-    workload = []
-    while time.monotonic() < deadline and not workload:
-        time.sleep(0.1)
-        workload = [c for c in psutil.Process(proc.pid).children(recursive=True)]
+    started = f"repeat-{after_repeats + 1}.log"  # that repeat runs: the ones before finished
+    while time.monotonic() < deadline and not list(tmp_path.rglob(started)):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    workload = psutil.Process(proc.pid).children(recursive=True)
     assert workload, "the workload never started"
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, signame))
     _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, stderr
     assert "interrupted" in stderr
-    assert not list((tmp_path / "results").rglob("*.json"))
     for child in workload:
         assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    stored = list((tmp_path / "results").glob("*/*.json"))
+    if after_repeats == 0:
+        assert not stored  # nothing had finished: nothing to keep
+        return
+    (path,) = stored
+    result = json.loads(path.read_text())
+    assert [r["status"] for r in result["repeats"]] == ["ok", "interrupted", "interrupted"]
+    assert result["status"] == "partial"
 
 
 def test_report_flags_more_than_linear_scaling_on_the_console(tmp_path):
