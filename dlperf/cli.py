@@ -789,13 +789,13 @@ def report(
         return
     if style != "dlperf":
         raise DlperfError(f"unknown report style {style!r}; choose dlperf or fambench")
-    paths = write_reports(results_dir, reports_dir)
-    for p in paths:
-        console.print(f"wrote {p}", markup=False)
     from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
     from dlperf.store import load_results
 
-    for result, efficiency in suspect_scaling(load_results(results_dir)):
+    results = load_results(results_dir)
+    for p in write_reports(results_dir, reports_dir, results):
+        console.print(f"wrote {p}", markup=False)
+    for result, efficiency in suspect_scaling(results):
         console.print(
             f"[yellow]suspect:[/] {result.spec.config_key()} scales at {efficiency:.1%} of "
             f"linear (> {SUSPECT_EFFICIENCY:.0%}); rerun it and its 1x1 on an idle machine",

@@ -127,8 +127,12 @@ def single_device_baseline(results_dir: Path, spec) -> Result | None:  # spec: B
     data-parallel run's speedup and scaling efficiency are measured against."""
     if spec.world_size == 1:
         return None
-    one = spec.model_copy(update={"nodes": 1, "devices_per_node": 1})
-    return find_result(results_dir, one.config_key())
+    return find_result(results_dir, single_device_key(spec))
+
+
+def single_device_key(spec) -> str:  # spec: BenchmarkSpec
+    """The configuration key of `spec` on one node with one device."""
+    return spec.model_copy(update={"nodes": 1, "devices_per_node": 1}).config_key()
 
 
 def results_frame(results: Iterable[Result]):  # -> pandas.DataFrame (pandas imported lazily)

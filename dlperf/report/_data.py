@@ -15,7 +15,7 @@ from dlperf.schema import (
     Result,
     ResultStatus,
 )
-from dlperf.store import latest_per_config
+from dlperf.store import latest_per_config, single_device_key
 
 MESSAGE_CHARS = 120
 # A data-parallel run cannot beat N x one device by more than noise; above this it is suspect
@@ -218,20 +218,12 @@ def max_other_share(result: Result) -> float | None:
 def suspect_scaling(results: Sequence[Result]) -> list[tuple[Result, float]]:
     """(result, scaling efficiency) of every data-parallel result that scales better than
     linearly against the 1x1 result of its configuration."""
-    ones = {
-        r.spec.model_copy(update={"nodes": 1, "devices_per_node": 1}).config_key(): r
-        for r in latest_per_config(results)
-        if r.spec.world_size == 1
-    }
+    latest = latest_per_config(results)
+    ones = {r.spec.config_key(): r for r in latest if r.spec.world_size == 1}
     out = []
-    for r in latest_per_config(results):
+    for r in latest:
         if r.spec.world_size > 1:
-            efficiency = scaling_efficiency(
-                r,
-                ones.get(
-                    r.spec.model_copy(update={"nodes": 1, "devices_per_node": 1}).config_key()
-                ),
-            )
+            efficiency = scaling_efficiency(r, ones.get(single_device_key(r.spec)))
             if efficiency is not None and efficiency > SUSPECT_EFFICIENCY:
                 out.append((r, efficiency))
     return out

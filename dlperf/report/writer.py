@@ -17,9 +17,12 @@ def file_stem(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", model)
 
 
-def write_reports(results_dir: Path, reports_dir: Path) -> list[Path]:
-    """Regenerate every model's report and chart plus the index; returns the written paths."""
-    results = latest_per_config(load_results(results_dir))
+def write_reports(
+    results_dir: Path, reports_dir: Path, loaded: list[Result] | None = None
+) -> list[Path]:
+    """Regenerate every model's report and chart plus the index; returns the written paths.
+    `loaded`: the results of `results_dir` when the caller has read them already."""
+    results = latest_per_config(load_results(results_dir) if loaded is None else loaded)
     models = sorted({r.spec.model for r in results})
     reports_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
