@@ -11,18 +11,25 @@ measurement. `run_process` therefore always
 * enforces a total timeout and a no-output timeout (output lines or growth of watched files
   count as progress);
 * kills the whole group (SIGTERM, grace period, SIGKILL), plus descendants that escaped it,
-  on timeout, on KeyboardInterrupt, and after a normal exit that left stragglers behind.
+  on timeout, on KeyboardInterrupt, and after a normal exit that left stragglers behind
+  (dlperf is a child subreaper, so daemons that left the workload's session come back to it);
+* holds Ctrl-C/SIGTERM/SIGHUP back for the instant between fork and registration, so a
+  signal can never leave a child nobody kills;
+* registers every workload with a guard process (`dlperf/_guard.py`) that ends it if dlperf
+  itself dies without doing so (kill -9, the OOM killer).
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import ctypes
 import os
 import select
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -111,13 +118,18 @@ def run_process(
         log.write(f"# dlperf: {shlex.join(argv)}\n")
         log.flush()
         start = time.monotonic()
-        proc = _start(argv, env=env, cwd=cwd, log=log)
-        pgid = proc.pid  # start_new_session=True: the child leads its own group
+        # A Ctrl-C or SIGTERM between fork and the try below would leave the child running:
+        # signals wait until it is started and registered, then arrive inside the try.
+        with _SignalsHeld() as held:
+            proc = _start(argv, env=env, cwd=cwd, log=log)
+            _register(proc.pid)
+        pgid = proc.pid  # start_new_session=True: the child leads its own session and group
         reader = _Reader(proc, log, on_line, start)
         reader.start()
         notes: list[str] = []
         try:
             try:
+                held.deliver()
                 outcome, reason = _wait(
                     proc, reader, start, timeout_s, no_output_timeout_s, watch, cancel
                 )
@@ -138,6 +150,9 @@ def run_process(
             if proc.poll() is None:  # only reachable through an unexpected error above
                 with contextlib.suppress(BaseException):
                     notes.append(_kill_tree(proc, pgid, 0.0, "an internal error"))
+            with contextlib.suppress(BaseException):
+                if note := _unregister(proc.pid, kill_grace_s):
+                    notes.append(note)
             reader.finish()
             for note in notes:
                 log.write(f"# dlperf: {note}\n")
@@ -210,6 +225,161 @@ def _start(
         msg = f"cannot run {argv[0]!r}: {e}"
         _note_failure(log, msg)
         raise DlperfError(msg) from e
+
+
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _SignalsHeld:
+    """Holds SIGINT, SIGTERM and SIGHUP back while a child is being started (main thread only).
+
+    A signal that arrives in the meantime is recorded; `deliver` hands it to the handler that
+    was installed before (dlperf's turn it into KeyboardInterrupt) once the caller is inside
+    the block that kills the child on KeyboardInterrupt. Other threads cannot install handlers,
+    and Python runs handlers in the main thread anyway, so there this does nothing.
+    """
+
+    def __init__(self) -> None:
+        self._previous: dict[int, object] = {}
+        self._pending: int | None = None
+
+    def __enter__(self) -> _SignalsHeld:
+        if threading.current_thread() is threading.main_thread():
+            for sig in _HELD_SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._record)
+        return self
+
+    def _record(self, signum: int, frame: object) -> None:
+        if self._pending is None:
+            self._pending = signum
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        if exc_type is not None:
+            self.deliver()
+
+    def deliver(self) -> None:
+        """Act on the signal held back, as if it arrived now (usually: KeyboardInterrupt)."""
+        signum, self._pending = self._pending, None
+        if signum is None:
+            return
+        handler = self._previous.get(signum)
+        if callable(handler):
+            handler(signum, None)
+        elif handler != signal.SIG_IGN:  # SIG_DFL: die of it; the guard ends the child
+            signal.raise_signal(signum)
+
+
+# Workloads started by this process and not yet ended, and the guard that ends them if this
+# process dies without doing so (see dlperf/_guard.py).
+_registry_lock = threading.Lock()
+_running: set[int] = set()
+_guard: subprocess.Popen[bytes] | None = None
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _register(pid: int) -> None:
+    """Note a started workload, and tell the guard, which ends it should dlperf die first."""
+    global _guard
+    with _registry_lock:
+        if not _running and _guard is None:
+            _become_subreaper()
+        _running.add(pid)
+        if _guard is None or _guard.poll() is not None:
+            _guard = _start_guard()
+        _tell_guard(f"+{pid}")
+
+
+def _unregister(pid: int, grace_s: float) -> str:
+    """The workload is ended. The last one to end also ends what its kind left behind."""
+    with _registry_lock:
+        _running.discard(pid)
+        _tell_guard(f"-{pid}")
+        if _running:
+            return ""  # an orphan now may belong to a workload that still runs
+    return _end_orphans(grace_s)
+
+
+def _start_guard() -> subprocess.Popen[bytes] | None:
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "dlperf._guard"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        return None  # workloads still end on every exit dlperf lives through
+
+
+def _tell_guard(line: str) -> None:
+    if _guard is None or _guard.stdin is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        _guard.stdin.write(f"{line}\n".encode())
+        _guard.stdin.flush()
+
+
+def _become_subreaper() -> None:
+    """Orphans of our workloads (daemons that left the workload's session) become our children
+    instead of init's, so `_end_orphans` can find them after the workload exits. Linux only."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _end_orphans(grace_s: float) -> str:
+    """End the processes our workloads left behind in sessions of their own.
+
+    With no workload running, a child of ours that is in another session and is neither the
+    guard nor a process we started is a workload's orphan: ended (with its descendants) and
+    reaped. Children in our own session are dlperf's own helpers (pip, nvidia-smi) and stay.
+    """
+    own_sid = os.getsid(0)
+    keep = {_guard.pid} if _guard is not None else set()
+    orphans: dict[int, psutil.Process] = {}
+    for child in _own_children():
+        try:
+            if child.pid in keep or os.getsid(child.pid) == own_sid:
+                continue
+            orphans[child.pid] = child
+            for grandchild in child.children(recursive=True):
+                orphans[grandchild.pid] = grandchild
+        except (OSError, psutil.Error):
+            continue
+    if not orphans:
+        return ""
+    live = _alive(list(orphans.values()))
+    names = ", ".join(sorted({_name(p) for p in live}))
+    _signal_procs(live, signal.SIGTERM)
+    _, still = psutil.wait_procs(live, timeout=grace_s)
+    _signal_procs(still, signal.SIGKILL)
+    psutil.wait_procs(still, timeout=_KILL_CONFIRM_S)
+    for pid in orphans:  # our children now: reap them, zombies included
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+    if not live:
+        return ""
+    return (
+        f"killed {len(live)} process(es) the workload left running in sessions of their own: "
+        f"{names}"
+    )
+
+
+def _own_children() -> list[psutil.Process]:
+    try:
+        return psutil.Process().children()
+    except psutil.Error:
+        return []
+
+
+def _signal_procs(procs: Sequence[psutil.Process], sig: signal.Signals) -> None:
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.send_signal(sig)
 
 
 def _note_failure(log: TextIO, msg: str) -> None:
@@ -377,9 +547,7 @@ def _alive(procs: Sequence[psutil.Process]) -> list[psutil.Process]:
 def _signal_all(pgid: int, extra: Sequence[psutil.Process], sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    for p in extra:
-        with contextlib.suppress(psutil.Error):
-            p.send_signal(sig)
+    _signal_procs(extra, sig)
 
 
 def _terminate(

@@ -78,12 +78,8 @@ def test_report_without_results_says_what_to_do(tmp_path):
     assert out.returncode == 1 and "dlperf run" in out.stderr
 
 
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
-@pytest.mark.parametrize("after_repeats", [0, 1])
-def test_a_signal_stops_the_workload_and_keeps_the_finished_repeats(
-    tmp_path, signame, after_repeats
-):
-    import signal
+def _start_slow_run(tmp_path, running_repeat: int):
+    """A 3-repeat calibration run, and its processes once repeat `running_repeat` is running."""
     import time
 
     import psutil
@@ -94,19 +90,40 @@ def test_a_signal_stops_the_workload_and_keeps_the_finished_repeats(
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
-    started = f"repeat-{after_repeats + 1}.log"  # that repeat runs: the ones before finished
-    workload = []
+    started = f"repeat-{running_repeat}.log"
+    workload: list[psutil.Process] = []
     while time.monotonic() < deadline and not workload:
         time.sleep(0.02)
         if list(tmp_path.rglob(started)):
-            workload = psutil.Process(proc.pid).children(recursive=True)
+            # The workload has printed its first step: it is exec'd, not a fork in progress.
+            log = next(tmp_path.rglob(started)).read_text()
+            if "\npace: " in log:
+                workload = psutil.Process(proc.pid).children(recursive=True)
     assert workload, "the workload never started"
+    return proc, workload
+
+
+def _all_end(procs, within_s: float = 30.0) -> list:
+    """Those of `procs` still running after waiting up to `within_s` for them to end."""
+    import psutil
+
+    _, alive = psutil.wait_procs(procs, timeout=within_s)
+    return [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("after_repeats", [0, 1])
+def test_a_signal_stops_the_workload_and_keeps_the_finished_repeats(
+    tmp_path, signame, after_repeats
+):
+    import signal
+
+    proc, workload = _start_slow_run(tmp_path, after_repeats + 1)
     proc.send_signal(getattr(signal, signame))
-    _, stderr = proc.communicate(timeout=30)
+    _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr
-    for child in workload:
-        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    assert not _all_end(workload)  # the workload, and the guard once dlperf has gone
     stored = list((tmp_path / "results").glob("*/*.json"))
     if after_repeats == 0:
         assert not stored  # nothing had finished: nothing to keep
@@ -117,6 +134,19 @@ def test_a_signal_stops_the_workload_and_keeps_the_finished_repeats(
     assert statuses[0] == "ok" and statuses[-1] == "interrupted", statuses
     assert statuses == sorted(statuses, key=lambda st: st != "ok") and len(statuses) == 3
     assert result["status"] == "partial"
+
+
+def test_kill_9_of_dlperf_still_ends_its_workload(tmp_path):
+    """kill -9 gives dlperf no chance to clean up: the guard process ends the workload."""
+    import signal
+
+    proc, processes = _start_slow_run(tmp_path, 1)
+    workload = [p for p in processes if "dlperf._guard" not in " ".join(p.cmdline())]
+    assert len(workload) < len(processes), "no guard process was started"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert not _all_end(processes)
 
 
 def test_report_flags_more_than_linear_scaling_on_the_console(tmp_path):

@@ -190,18 +190,37 @@ def test_hung_grandchild_is_killed_on_timeout(tmp_path: Path, escape: bool) -> N
     assert res.wall_s < 4
 
 
-def test_grandchild_left_behind_after_normal_exit_is_killed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("escape", [False, True], ids=["in-group", "setsid"])
+def test_grandchild_left_behind_after_normal_exit_is_killed(tmp_path: Path, escape: bool) -> None:
     lines: list[str] = []
-    code = GRANDCHILD.replace("ESCAPE", "False").replace("HANG", "False")
+    code = GRANDCHILD.replace("ESCAPE", str(escape)).replace("HANG", "False")
     res = run_process(py(code), log_path=tmp_path / "run.log", timeout_s=20, on_line=lines.append)
     assert (res.exit_code, res.outcome) == (0, "exited")
     (gpid,) = pid_lines(lines, "grandchild ")
     assert wait_gone(gpid)
     assert res.wall_s < 4  # the grandchild holding the pipe open did not stall us
-    assert (
-        "left running in the group after the main process exited"
-        in (tmp_path / "run.log").read_text()
-    )
+    expected = "in sessions of their own" if escape else "left running in the group after"
+    assert expected in (tmp_path / "run.log").read_text()
+
+
+def test_a_signal_while_a_child_starts_is_held_until_it_can_be_killed() -> None:
+    """The window between fork and registration: the signal waits, then acts as usual."""
+    from dlperf.proc import _SignalsHeld
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        with _SignalsHeld() as held:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # a handler would have run by now; it was held
+        assert signal.getsignal(signal.SIGTERM) is interrupt
+        with pytest.raises(KeyboardInterrupt):
+            held.deliver()
+        held.deliver()  # delivered once only
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def test_child_ignoring_sigterm_is_sigkilled_after_grace(tmp_path: Path) -> None:
