@@ -4,4 +4,9 @@ __version__ = "0.1.0"
 
 
 class DlperfError(Exception):
-    """An error the user can act on; the CLI prints the message without a traceback, exit 1."""
+    """An error the user can act on; the CLI prints the message without a traceback and exits
+    with `exit_code`: 1 (bad input, nothing ran) unless the error says otherwise."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

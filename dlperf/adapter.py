@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,101 @@ class Command:
     cwd: Path | None = None
 
 
+MAX_OPTION_CHARS = 64  # a --set value is a number or a name; it is part of the result's path
+
+
+@dataclass(frozen=True)
+class WorkloadOption:
+    """One `--set KEY=VALUE` a workload takes: a one-line help and the values it accepts
+    (`kind` int, float or str; `choices` for a str; inclusive bounds `ge` / `le`, `gt` for an
+    exclusive lower bound). Checked before anything runs, so a typo never reaches a repeat."""
+
+    help: str
+    kind: type = str
+    choices: tuple[str, ...] = ()
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+
+    def accepts(self) -> str:
+        """What a valid value looks like, for the error message: "an integer >= 1"."""
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        if self.kind is str:
+            return f"text of at most {MAX_OPTION_CHARS} characters"
+        name = "an integer" if self.kind is int else "a number"
+        bounds = [f"{sign} {_plain(x)}" for sign, x in ((">=", self.ge), (">", self.gt),
+                  ("<=", self.le)) if x is not None]  # fmt: skip
+        return " ".join([name, " and ".join(bounds)]).strip()
+
+    def valid(self, value: str) -> bool:
+        if not value or len(value) > MAX_OPTION_CHARS:
+            return False
+        if self.choices:
+            return value in self.choices
+        if self.kind is str:
+            return True
+        try:
+            number = int(value) if self.kind is int else float(value)
+        except ValueError:
+            return False
+        return (
+            math.isfinite(number)
+            and (self.ge is None or number >= self.ge)
+            and (self.gt is None or number > self.gt)
+            and (self.le is None or number <= self.le)
+        )
+
+
+def _plain(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def flag(help: str) -> WorkloadOption:
+    """A switch the workload takes as 0 (off) or 1 (on)."""
+    return WorkloadOption(help, choices=("0", "1"))
+
+
+def choice(help: str, *choices: str) -> WorkloadOption:
+    return WorkloadOption(help, choices=choices)
+
+
+def integer(help: str, ge: int = 1, le: int = 2**31 - 1) -> WorkloadOption:
+    return WorkloadOption(help, int, ge=ge, le=le)
+
+
+def number(help: str, *, gt: float | None = None, ge: float | None = None,
+           le: float | None = None) -> WorkloadOption:  # fmt: skip
+    return WorkloadOption(help, float, gt=gt, ge=ge, le=le)
+
+
+THREADS_MAX = 4096
+SEED_MAX = 2**32 - 1  # numpy's and the frameworks' seeds are 32-bit
+
+
+def check_options(
+    what: str, declared: Mapping[str, WorkloadOption | str], given: Mapping[str, str]
+) -> None:
+    """Refuse `--set` keys `what` does not declare and values outside their declaration, with
+    the valid keys or values named. A declaration given as a plain help string takes any text."""
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        valid = ", ".join(sorted(declared)) or "(none)"
+        raise DlperfError(
+            f"unknown --set key(s) for {what}: {', '.join(unknown)}; valid keys: {valid}"
+        )
+    for key, value in sorted(given.items()):
+        option = declared[key]
+        if isinstance(option, str):
+            option = WorkloadOption(option)
+        if not option.valid(value):
+            shown = value if len(value) <= MAX_OPTION_CHARS else value[:MAX_OPTION_CHARS] + "..."
+            raise DlperfError(
+                f"--set {key}={shown!r} is not valid for {what}: {key} takes "
+                f"{option.accepts()} ({option.help})"
+            )
+
+
 class Adapter(ABC):
     """A framework (or test double) that can run models from the catalog in `dlperf.models`."""
 
@@ -37,8 +133,9 @@ class Adapter(ABC):
     def runs(self, model: str) -> bool:
         return model in self.models or model in self.micro_models
 
-    def option_keys(self, model: str) -> dict[str, str]:
-        """`--set KEY=VALUE` keys this adapter accepts for `model`, with one-line help."""
+    def option_keys(self, model: str) -> Mapping[str, WorkloadOption | str]:
+        """`--set KEY=VALUE` keys this adapter accepts for `model`, each with its one-line help
+        and the values it takes (a plain help string: any text)."""
         return {}
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
@@ -201,19 +298,19 @@ class WorkloadScriptAdapter(Adapter):
 MICRO_MODELS = ("linear", "embeddingbag")
 MICRO_OPTIONS = {
     "linear": {
-        "in_features": "the first layer's input width (default 1024)",
-        "out_features": "every layer's output width (default 1024)",
-        "layers": "how many Linear layers (default 4; FAMBench's full depth is 20)",
+        "in_features": integer("the first layer's input width (default 1024)"),
+        "out_features": integer("every layer's output width (default 1024)"),
+        "layers": integer("how many Linear layers (default 4; FAMBench's full depth is 20)"),
     },
     "embeddingbag": {
-        "num_embeddings": "table rows (default 4,800,000: 1.07 GB in fp32)",
-        "embedding_dim": "row width (default 56)",
-        "bag_size": "rows pooled per sample (default 34)",
+        "num_embeddings": integer("table rows (default 4,800,000: 1.07 GB in fp32)"),
+        "embedding_dim": integer("row width (default 56)"),
+        "bag_size": integer("rows pooled per sample (default 34)"),
     },
 }
 MICRO_COMMON = {
-    "threads": "CPU threads (default: every CPU dlperf may use)",
-    "seed": "seed for the synthetic data and weights (default 0)",
+    "threads": integer("CPU threads (default: every CPU dlperf may use)", le=THREADS_MAX),
+    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
 }
 
 

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlperf import DlperfError
 from dlperf.adapters import adapter_names, get_adapter
 from dlperf.envs import ensure_env
-from dlperf.models import MODELS
+from dlperf.models import MODELS, get_model
 from dlperf.proc import run_process, tail
 from dlperf.runner import resolve_spec
 
@@ -85,22 +86,51 @@ def describe(framework: str, model: str, log: Callable[[str], None] = lambda _: 
     )
 
 
+def checkable(
+    frameworks: Sequence[str] | None = None, models: Sequence[str] | None = None
+) -> list[tuple[str, str]]:
+    """The (framework, model) pairs `check_models` describes: each framework's full models
+    (microbenchmarks and test doubles have no catalog parameter count), filtered by `models`."""
+    names = list(frameworks or adapter_names())
+    adapters = [get_adapter(n) for n in names]  # unknown framework: an error naming the known
+    full = sorted({m for m, d in MODELS.items() if d.params})
+    for model in models or ():
+        get_model(model)  # unknown model: an error naming the known ones
+        if model not in full:
+            raise DlperfError(
+                f"{model} has no catalog parameter count to check (a microbenchmark or test "
+                f"double); check-models checks: {', '.join(full)}"
+            )
+    pairs = [
+        (a.name, m) for a in adapters for m in a.models if m in full and (not models or m in models)
+    ]
+    if not pairs:
+        offered = sorted({m for a in adapters for m in a.models if m in full})
+        if models:
+            raise DlperfError(
+                f"nothing to check: {', '.join(names)} build(s) none of {', '.join(models)}; "
+                f"the model(s) to check there: {', '.join(offered) or '(none)'}"
+            )
+        builders = [n for n in adapter_names() if set(get_adapter(n).models) & set(full)]
+        raise DlperfError(
+            f"nothing to check: {', '.join(names)} build(s) only test doubles; "
+            f"frameworks to check: {', '.join(builders)}"
+        )
+    return pairs
+
+
 def check_models(
     frameworks: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> list[ModelCheck]:
-    """Describe every (framework, model) pair; FLOPs are compared to the median framework."""
+    """Describe every (framework, model) pair; FLOPs are compared to the median framework.
+    A selection that names an unknown framework or model, or leaves nothing to check, is
+    refused before any environment is built."""
     checks: list[ModelCheck] = []
-    for name in frameworks or adapter_names():
-        adapter = get_adapter(name)
-        for model in adapter.models:
-            if models and model not in models:
-                continue
-            if not MODELS[model].params:  # test doubles like calibration's pace
-                continue
-            log(f"describing {name} {model}")
-            checks.append(describe(name, model, log))
+    for name, model in checkable(frameworks, models):
+        log(f"describing {name} {model}")
+        checks.append(describe(name, model, log))
     out = []
     for check in checks:
         peers = sorted(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -15,6 +17,10 @@ from rich.table import Table
 from typer.exceptions import TyperException
 
 from dlperf import DlperfError, __version__
+from dlperf.files import atomic_write
+from dlperf.launch import LAUNCHERS
+from dlperf.models import PRESETS
+from dlperf.schema import DEVICES, IMPLS, MODES, SCENARIOS
 from dlperf.store import DEFAULT_RESULTS_DIR
 
 app = typer.Typer(
@@ -34,14 +40,59 @@ app.add_typer(sources_app, name="sources")
 console = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
+
+def _path(kind: str, *, exists: bool = False, executable: bool = False) -> Callable[[Any], Path]:
+    """A parser for a path option: `kind` "folder", "file" or "path" (either). It refuses an
+    empty value (an unset shell variable would otherwise mean the current folder), a file where
+    a folder is expected and the reverse, and, with `exists`, a path that is not there; so a
+    wrong path is named before anything runs or is written."""
+
+    def parse(value: Any) -> Path:
+        from pydantic_core import PydanticCustomError
+
+        def refuse(why: str) -> PydanticCustomError:
+            return PydanticCustomError("path", "{why}", {"why": why})
+
+        if isinstance(value, Path):  # a default
+            return value
+        text = str(value)
+        if not text.strip():
+            raise refuse(f"an empty path; give a {kind} (an unset shell variable?)")
+        path = Path(text).expanduser()
+        if exists and not path.exists():
+            raise refuse(f"{text} does not exist; give an existing {kind}")
+        if kind == "folder" and path.exists() and not path.is_dir():
+            raise refuse(f"{text} is a file; give a folder")
+        if kind == "file" and path.is_dir():
+            raise refuse(f"{text} is a folder; give a file")
+        if executable and not os.access(path, os.X_OK):
+            raise refuse(f"{text} is not executable; give a Python interpreter")
+        return path
+
+    return parse
+
+
 SourcesDir = Annotated[
     Path | None,
     typer.Option(
-        help="An existing clone of the upstream to take the pinned commit from (offline use)."
+        parser=_path("folder", exists=True),
+        metavar="FOLDER",
+        help="With --impl official: an existing clone of the upstream to take the pinned "
+        "commit from (offline use).",
     ),
 ]
 ResultsDir = Annotated[
-    Path, typer.Option("--results-dir", help="Where results are stored (JSON + raw logs).")
+    Path,
+    typer.Option(
+        "--results-dir",
+        parser=_path("folder"),
+        metavar="FOLDER",
+        help="Where results are stored (JSON + raw logs).",
+    ),
+]
+OutFile = Annotated[
+    Path | None,
+    typer.Option(parser=_path("file"), metavar="FILE", help="Write here instead of stdout."),
 ]
 
 
@@ -90,7 +141,7 @@ def list_cmd() -> None:
 @env_app.command("create")
 def env_create(
     framework: str,
-    device: Annotated[str, typer.Option(help="Variant: cpu or cuda.")] = "cpu",
+    device: Annotated[Literal[DEVICES], typer.Option(help="Variant: cpu or cuda.")] = "cpu",
     rebuild: Annotated[bool, typer.Option(help="Remove and rebuild even if ready.")] = False,
 ) -> None:
     """Create (or verify and reuse) FRAMEWORK's isolated environment."""
@@ -147,12 +198,14 @@ def env_remove(
 
 
 def _parse_sets(items: list[str]) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for item in items:
-        key, sep, value = item.partition("=")
+        key, sep, value = (part.strip() for part in item.partition("="))
         if not sep or not key:
             raise DlperfError(f"--set expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
+        if key in out and out[key] != value:
+            raise DlperfError(f"--set {key} is given twice ({out[key]}, {value}); give it once")
+        out[key] = value
     return out
 
 
@@ -160,11 +213,13 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
 def run(
     framework: Annotated[str, typer.Argument(help="e.g. pytorch, calibration")],
     model: Annotated[str, typer.Argument(help="e.g. resnet50, bert, pace")],
-    preset: Annotated[str, typer.Option(help="dlperf (DLPerf's settings) or smoke.")] = "dlperf",
+    preset: Annotated[
+        Literal[PRESETS], typer.Option(help="dlperf (DLPerf's settings) or smoke.")
+    ] = "dlperf",
     batch_size: Annotated[int | None, typer.Option(help="Batch size per device.")] = None,
     amp: Annotated[bool, typer.Option("--amp", help="Mixed precision.")] = False,
     xla: Annotated[bool, typer.Option("--xla", help="Graph compiler (torch.compile...).")] = False,
-    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    device: Annotated[Literal[DEVICES], typer.Option(help="cpu or cuda.")] = "cpu",
     image_size: Annotated[int | None, typer.Option(help="Image side (ResNet).")] = None,
     seq_len: Annotated[int | None, typer.Option(help="Sequence length (BERT).")] = None,
     skip: Annotated[int | None, typer.Option(help="Iterations skipped before the window.")] = None,
@@ -183,7 +238,7 @@ def run(
     rebuild_env: Annotated[bool, typer.Option(help="Rebuild the environment first.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the stored result JSON.")] = False,
     impl: Annotated[
-        str | None,
+        Literal[IMPLS] | None,
         typer.Option(
             help="ootb (dlperf's own workload, the default), official (upstream's script) or "
             "micro (the microbenchmarks: linear, embeddingbag; their default)."
@@ -192,12 +247,14 @@ def run(
     source: Annotated[
         str | None, typer.Option(help="Which official manifest (default: the pair's default).")
     ] = None,
-    mode: Annotated[str, typer.Option(help="train, or infer (eval, no gradients).")] = "train",
+    mode: Annotated[
+        Literal[MODES], typer.Option(help="train, or infer (eval, no gradients).")
+    ] = "train",
     latency_target_ms: Annotated[
         float | None, typer.Option(help="Inference: p95 batch latency goal; a miss is marked.")
     ] = None,
     scenario: Annotated[
-        str | None,
+        Literal[SCENARIOS] | None,
         typer.Option(help="MLPerf LoadGen scenario: offline, server, singlestream, multistream."),
     ] = None,
     target_qps: Annotated[
@@ -218,13 +275,14 @@ def run(
         str | None, typer.Option(help="Comma-separated node addresses, node 0 (master) first.")
     ] = None,
     data_dir: Annotated[
-        str, typer.Option(help="Dataset folder, for upstreams that need one.")
+        str,
+        typer.Option(help="With --impl official: a dataset folder, for upstreams that need one."),
     ] = "",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print each node's command line; run nothing.")
     ] = False,
     launcher: Annotated[
-        str,
+        Literal[LAUNCHERS],
         typer.Option(
             help="local (every node on this host), ssh (one ssh per host; options from "
             "$DLPERF_SSH), slurm (srun in this allocation) or mpirun."
@@ -232,13 +290,19 @@ def run(
     ] = "local",
     sbatch: Annotated[
         Path | None,
-        typer.Option(help="Write a Slurm batch script that runs this command; run nothing."),
+        typer.Option(
+            parser=_path("file"),
+            metavar="FILE",
+            help="Write a Slurm batch script that runs this command; run nothing.",
+        ),
     ] = None,
     python: Annotated[
         Path | None,
         typer.Option(
+            parser=_path("file", exists=True, executable=True),
+            metavar="FILE",
             help="Measure this interpreter's own install of the framework (an NGC container's, "
-            "a conda env's) instead of an env dlperf builds; it is probed, never changed."
+            "a conda env's) instead of an env dlperf builds; it is probed, never changed.",
         ),
     ] = None,
 ) -> None:
@@ -284,6 +348,7 @@ def run(
     overrides["loadgen"] = {k: v for k, v in loadgen.items() if v is not None} or None
     spec = resolve_spec(framework, model, preset=preset, overrides=overrides)
     official = OfficialOptions(sources_dir=sources_dir, data_dir=data_dir)
+    official.check(spec)
     launch = JobLaunch(launcher, tuple(h.strip() for h in (hosts or "").split(",") if h.strip()))
     if dry_run:
         _print_plan(spec, official, launch, python)
@@ -292,7 +357,7 @@ def run(
         from dlperf.launch import sbatch_script
 
         argv = _run_argv(spec, results_dir, official, launch.hosts, python)
-        sbatch.write_text(sbatch_script(spec, argv, str(Path.cwd())))
+        atomic_write(sbatch, sbatch_script(spec, argv, str(Path.cwd())))
         console.print(f"wrote {sbatch}; submit it with: sbatch {sbatch}", markup=False)
         return
     out = err if json_out else console
@@ -484,7 +549,14 @@ def _print_scaling(out: Console, result, results_dir: Path) -> None:
 
 @app.command()
 def sweep(
-    file: Annotated[Path, typer.Argument(help="TOML matrix; see the example in dlperf.sweep.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            parser=_path("file", exists=True),
+            metavar="FILE",
+            help="TOML matrix; see the example in dlperf.sweep.",
+        ),
+    ],
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     resume: Annotated[
         bool, typer.Option(help="Skip configs that have results; continue unfinished ones.")
@@ -651,6 +723,12 @@ def sources_verify(
 
 
 SUITES = ("mlperf", "fambench")  # `dlperf parse` sources that are other suites' logs
+PARSE_OPTIONS = {  # the options each `dlperf parse` source uses
+    "mlperf": ("--framework", "--model", "--batch-size", "--device"),
+    "fambench": ("--framework", "--device"),
+    "framework": ("--impl", "--source", "--batch-size", "--nodes", "--devices-per-node",
+                  "--amp/--fp32", "--device", "--skip", "--measure"),
+}  # fmt: skip
 
 
 @app.command()
@@ -663,15 +741,19 @@ def parse(
         typer.Argument(help="MODEL PATH... for a framework; PATH... for mlperf and fambench."),
     ],
     impl: Annotated[
-        str, typer.Option(help="official (upstream logs) or ootb (dlperf events files).")
-    ] = "ootb",
+        Literal[IMPLS] | None,
+        typer.Option(
+            help="official (upstream logs) or ootb (dlperf events files, the default; micro "
+            "for microbenchmarks)."
+        ),
+    ] = None,
     source: Annotated[str | None, typer.Option(help="Which official manifest.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Per device (else from the path).")] = None,
     nodes: Annotated[int | None, typer.Option(help="Nodes (else from the path).")] = None,
     devices_per_node: Annotated[int | None, typer.Option(help="Else from the path.")] = None,
     amp: Annotated[bool | None, typer.Option("--amp/--fp32", help="Else from the path.")] = None,
     device: Annotated[
-        str | None,
+        Literal[DEVICES] | None,
         typer.Option(help="cpu or cuda (default: the upstream's device, or the events file's)."),
     ] = None,
     skip: Annotated[int | None, typer.Option(help="Default: the manifest's window.")] = None,
@@ -687,6 +769,25 @@ def parse(
 ) -> None:
     """Import logs made elsewhere as results: DLPerf-style logs and dlperf events files (one
     result per configuration, a repeat per log), MLPerf LoadGen log folders, FAMBench logs."""
+    from dlperf.adapters import adapter_names
+
+    if what not in SUITES and what not in adapter_names():
+        raise DlperfError(
+            f"unknown log source {what!r}: give a framework ({', '.join(adapter_names())}) "
+            f"then MODEL PATH..., or {' / '.join(SUITES)} then PATH..."
+        )
+    given = {
+        "--impl": impl, "--source": source, "--batch-size": batch_size, "--nodes": nodes,
+        "--devices-per-node": devices_per_node, "--amp/--fp32": amp, "--device": device,
+        "--skip": skip, "--measure": measure, "--framework": framework, "--model": model,
+    }  # fmt: skip
+    applies = PARSE_OPTIONS.get(what, PARSE_OPTIONS["framework"])
+    stray = [flag for flag, value in given.items() if value is not None and flag not in applies]
+    if stray:
+        raise DlperfError(
+            f"{', '.join(stray)} not used by `dlperf parse {what}`: it takes "
+            f"{', '.join(applies)}; leave the others out"
+        )
     if what in SUITES:
         paths = [Path(a) for a in args]
         if what == "mlperf":
@@ -696,7 +797,7 @@ def parse(
                 paths,
                 framework=framework or "external",
                 model=model or "sut",
-                batch_size=batch_size or 1,
+                batch_size=1 if batch_size is None else batch_size,
                 device=device or "cpu",
                 results_dir=results_dir,
             )
@@ -714,6 +815,12 @@ def parse(
 
         if len(args) < 2:
             raise DlperfError(f"usage: dlperf parse {what} MODEL PATH... (logs or folders)")
+        from dlperf.adapters import get_adapter
+
+        runs = get_adapter(what)
+        if not runs.runs(args[0]):
+            known = ", ".join([*runs.models, *runs.micro_models])
+            raise DlperfError(f"{what} has no model {args[0]!r}; its models: {known}")
         overrides = {
             "batch_size": batch_size,
             "nodes": nodes,
@@ -728,7 +835,7 @@ def parse(
             what,
             args[0],
             [Path(a) for a in args[1:]],
-            impl=impl,
+            impl=impl or ("micro" if args[0] in runs.micro_models else "ootb"),
             overrides=overrides,
             results_dir=results_dir,
         )
@@ -765,9 +872,13 @@ def _headline(result) -> str:
 @app.command()
 def report(
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
-    reports_dir: Annotated[Path, typer.Option(help="Where Markdown + PNG go.")] = Path("reports"),
+    reports_dir: Annotated[
+        Path,
+        typer.Option(parser=_path("folder"), metavar="FOLDER", help="Where Markdown + PNG go."),
+    ] = Path("reports"),
     style: Annotated[
-        str, typer.Option(help="dlperf (per-model reports) or fambench (FAMBench's table).")
+        Literal["dlperf", "fambench"],
+        typer.Option(help="dlperf (per-model reports) or fambench (FAMBench's table)."),
     ] = "dlperf",
 ) -> None:
     """Regenerate reports/<model>.md (and charts) from the results directory."""
@@ -781,14 +892,11 @@ def report(
         from dlperf.store import latest_per_config, load_results
 
         table = fambench_table(latest_per_config(load_results(results_dir)))
-        reports_dir.mkdir(parents=True, exist_ok=True)
-        path = reports_dir / "fambench.md"
-        path.write_text("# Results in FAMBench's format\n\n" + table)
+        heading = "# Results in FAMBench's format\n\n"
+        path = atomic_write(reports_dir / "fambench.md", heading + table)
         sys.stdout.write(table)
         console.print(f"wrote {path}", markup=False)
         return
-    if style != "dlperf":
-        raise DlperfError(f"unknown report style {style!r}; choose dlperf or fambench")
     from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
     from dlperf.store import load_results
 
@@ -805,33 +913,43 @@ def report(
 
 @app.command()
 def export(
-    format_: Annotated[str, typer.Option("--format", help="superbench (JSON lines).")],
+    format_: Annotated[
+        Literal["superbench"], typer.Option("--format", help="superbench (JSON lines).")
+    ],
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
-    out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
+    out: OutFile = None,
 ) -> None:
     """Results in another suite's format: SuperBench's metric names, one JSON line a result."""
     from dlperf.report.suites import superbench_jsonl
     from dlperf.store import latest_per_config, load_results
 
-    if format_ != "superbench":
-        raise DlperfError(f"unknown export format {format_!r}; available: superbench")
     text = superbench_jsonl(latest_per_config(load_results(results_dir)))
     if not text:
         raise DlperfError(f"no results with a throughput in {results_dir}")
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text)
+        atomic_write(out, text)
         err.print(f"wrote {text.count(chr(10))} line(s) to {out}", markup=False)
 
 
 @app.command()
 def score(
     freeze: Annotated[
-        Path | None, typer.Option(help="Write these results' medians as the reference here.")
+        Path | None,
+        typer.Option(
+            parser=_path("file"),
+            metavar="FILE",
+            help="Write these results' medians as the reference here.",
+        ),
     ] = None,
     reference: Annotated[
-        Path | None, typer.Option(help="Score these results against this reference (= 1000).")
+        Path | None,
+        typer.Option(
+            parser=_path("file", exists=True),
+            metavar="FILE",
+            help="Score these results against this reference (= 1000).",
+        ),
     ] = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
@@ -857,10 +975,31 @@ def score(
 
 @app.command()
 def compare(
-    a: Annotated[Path, typer.Argument(help="Baseline: a results folder or a result file.")],
-    b: Annotated[Path, typer.Argument(help="Candidate: a results folder or a result file.")],
-    threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.05,
-    out: Annotated[Path | None, typer.Option(help="Also write the Markdown table here.")] = None,
+    a: Annotated[
+        Path,
+        typer.Argument(
+            parser=_path("path", exists=True),
+            metavar="A",
+            help="Baseline: a results folder or a result file.",
+        ),
+    ],
+    b: Annotated[
+        Path,
+        typer.Argument(
+            parser=_path("path", exists=True),
+            metavar="B",
+            help="Candidate: a results folder or a result file.",
+        ),
+    ],
+    threshold: Annotated[
+        float, typer.Option(help="Smallest change that counts, a fraction in [0, 1).")
+    ] = 0.05,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            parser=_path("file"), metavar="FILE", help="Also write the Markdown table here."
+        ),
+    ] = None,
 ) -> None:
     """Configuration by configuration, B against A; exit code 2 when B regressed."""
     from dlperf.compare import compare as compare_dirs
@@ -870,7 +1009,7 @@ def compare(
     text = render_markdown(rows, notes, threshold)
     sys.stdout.write(text)
     if out is not None:
-        out.write_text(text)
+        atomic_write(out, text)
     if any(r.verdict == "regression" for r in rows):
         raise typer.Exit(2)
 
@@ -920,7 +1059,7 @@ def doctor(
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings from the core (a skipped result file) as one line, without source lines."""
-    err.print(f"[yellow]warning:[/] {esc(str(message))}", highlight=False)
+    err.print(f"[yellow]warning:[/] {esc(str(message))}", highlight=False, soft_wrap=True)
 
 
 def main() -> None:
@@ -940,8 +1079,8 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except DlperfError as exc:
-        err.print(f"[red]error:[/] {esc(str(exc))}", highlight=False)
-        sys.exit(1)
+        err.print(f"[red]error:[/] {esc(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         code = 130
     except TyperException as exc:  # bad usage is a user error: exit 1, not click's 2

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from dlperf import DlperfError
+from dlperf.files import atomic_write
+from dlperf.redact import stored_argv
 
 # Bump when the on-disk layout or the build recipe changes: every env digest changes with it.
 ENV_LAYOUT_VERSION = 1
@@ -594,7 +596,7 @@ def _run_logged(
     capture_stdout: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `argv`, its output (stderr always, stdout unless captured) appended to the log."""
-    log_file.write(f"\n$ {' '.join(argv)}\n".encode())
+    log_file.write(f"\n$ {' '.join(stored_argv(argv))}\n".encode())
     log_file.flush()
     proc = subprocess.run(
         list(argv),
@@ -637,13 +639,7 @@ def _step(
 
 
 def _write_marker(path: Path, data: dict[str, Any]) -> None:
-    tmp = path / f"{MARKER}.tmp"
-    with open(tmp, "w") as handle:
-        json.dump(data, handle, indent=2)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path / MARKER)
+    atomic_write(path / MARKER, json.dumps(data, indent=2) + "\n")
 
 
 def _build(spec: EnvSpec, path: Path, log: Log) -> Env:
@@ -733,7 +729,7 @@ def _build(spec: EnvSpec, path: Path, log: Log) -> Env:
         shutil.rmtree(path, ignore_errors=True)
         if isinstance(exc, _StepFailed):
             raise DlperfError(
-                f"building env {spec.name} failed: `{' '.join(exc.argv)}` {exc.why}.\n"
+                f"building env {spec.name} failed: `{' '.join(stored_argv(exc.argv))}` {exc.why}.\n"
                 f"Last lines of the build log:\n{_tail(failed_log)}\n"
                 f"Full build log: {failed_log}\n"
                 "Fix the cause shown in the log (for example a requirement pin that does not "

@@ -20,19 +20,22 @@ A workload also prints ``step <i>/<steps> ...`` on stdout right after each step 
 timestamps those lines as they arrive, an outside check on the workload's own clock.
 
 Malformed lines are counted and skipped, never fatal: the marks that parse are still used.
+`parse_events_file` reads a file line by line: memory grows with its steps, not its text.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from os import PathLike
 from typing import Any
 
 EVENTS_ENV = "DLPERF_EVENTS"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Mark:
     """State after `step` iterations: `samples` processed since the previous mark, at `time` s."""
 
@@ -55,8 +58,25 @@ class ParsedRun:
 
 
 def parse_events(text: str) -> ParsedRun:
+    return parse_event_lines(text.splitlines())
+
+
+def parse_events_file(path: str | PathLike[str]) -> ParsedRun:
+    """`parse_events` of a file's text, read a line at a time."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return parse_event_lines(split_lines(f))
+
+
+def split_lines(lines: Iterable[str]) -> Iterator[str]:
+    """The lines `str.splitlines` would give of the text those lines make up (it also ends a
+    line at a form feed, \x1c-\x1e, \x85, \u2028 and \u2029)."""
+    for line in lines:
+        yield from line.splitlines()
+
+
+def parse_event_lines(lines: Iterable[str]) -> ParsedRun:
     run = ParsedRun()
-    for line in text.splitlines():
+    for line in lines:
         if not line.strip():
             continue
         try:

@@ -115,11 +115,11 @@ def import_logs(
         key = (h.get("benchmark"), h.get("implementation"), h.get("mode"), h.get("config"),
                run.batch_size)  # fmt: skip
         groups.setdefault(key, []).append((file, run))
-    out = []
+    built = []
     for (benchmark, implementation, mode, config, batch), runs in sorted(
         groups.items(), key=lambda kv: tuple(map(str, kv[0]))
     ):
-        spec = BenchmarkSpec(
+        spec = BenchmarkSpec.checked(
             framework=framework,
             model=str(benchmark).lower(),
             impl=IMPLEMENTATIONS.get(str(implementation).lower(), "ootb"),
@@ -147,6 +147,8 @@ def import_logs(
         # The batches' latencies become the result's percentiles (build_result pools them).
         result = build_result(spec, new_result_id(), repeats, None, imported=True)
         update = {"score": statistics.median(scores), "score_unit": unit}
-        result = result.model_copy(update={"metrics": result.metrics.model_copy(update=update)})
-        out.append((result, write_result(results_dir, result)))
-    return out
+        built.append(
+            result.model_copy(update={"metrics": result.metrics.model_copy(update=update)})
+        )
+    # Written once every result is made: a refused log leaves nothing half-imported.
+    return [(result, write_result(results_dir, result)) for result in built]

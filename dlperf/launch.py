@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from dlperf import DlperfError
+from dlperf.redact import SSH_ENV  # the ssh program and options (never stored)
 from dlperf.schema import BenchmarkSpec
 
 PLACEHOLDERS = (
@@ -230,7 +231,6 @@ def container_argv(
 LAUNCHERS = ("local", "ssh", "slurm", "mpirun")
 # What tells the dispatch script which node it runs on, per launcher.
 NODE_INDEX_VAR = {"slurm": "SLURM_NODEID", "mpirun": "OMPI_COMM_WORLD_RANK"}
-SSH_ENV = "DLPERF_SSH"  # the ssh program and options, e.g. "ssh -F ~/.ssh/cluster_config"
 
 
 def ssh_program() -> list[str]:

@@ -215,9 +215,9 @@ def import_dirs(
     for folder in folders:
         run = read_dir(folder)
         groups.setdefault((run.scenario, *sorted(given_settings(run).items())), []).append(run)
-    out = []
+    built = []
     for (scenario, *settings), runs in sorted(groups.items()):
-        spec = BenchmarkSpec(
+        spec = BenchmarkSpec.checked(
             framework=framework,
             model=model,
             mode="infer",
@@ -237,6 +237,6 @@ def import_dirs(
             )
             for i, run in enumerate(runs, 1)
         ]
-        result = build_result(spec, new_result_id(), repeats, None, imported=True)
-        out.append((result, write_result(results_dir, result)))
-    return out
+        built.append(build_result(spec, new_result_id(), repeats, None, imported=True))
+    # Written once every result is made: a refused log leaves nothing half-imported.
+    return [(result, write_result(results_dir, result)) for result in built]

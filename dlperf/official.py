@@ -227,7 +227,7 @@ def import_logs(
     from dlperf.runner import build_result, classify, make_repeat, new_result_id, resolve_spec
 
     overrides = dict(overrides or {})
-    out = []
+    built = []
     for group in group_logs(paths, overrides):
         settings = {**group.settings, "impl": impl, "repeats": len(group.paths)}
         if "batch_size" not in settings:
@@ -269,5 +269,6 @@ def import_logs(
                     ]
                 }
             )
-        out.append((result, write_result(results_dir, result)))
-    return out
+        built.append(result)
+    # Written once every result is made: a refused log leaves nothing half-imported.
+    return [(result, write_result(results_dir, result)) for result in built]

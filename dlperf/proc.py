@@ -40,6 +40,8 @@ from typing import TextIO
 import psutil
 
 from dlperf import DlperfError
+from dlperf.files import STORAGE_ERRNOS, storage_error
+from dlperf.redact import stored_argv
 
 POLL_S = 0.1
 """Granularity of the wait loop: timeouts fire at most this late, and we never busy-loop."""
@@ -111,52 +113,62 @@ def run_process(
     if not argv:
         raise DlperfError("run_process needs a program to run, got an empty argv")
     log_path = Path(log_path)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     watch = [Path(p) for p in watch_paths]
-
-    with open(log_path, "w", encoding="utf-8", errors="replace", newline="") as log:
-        log.write(f"# dlperf: {shlex.join(argv)}\n")
-        log.flush()
-        start = time.monotonic()
-        # A Ctrl-C or SIGTERM between fork and the try below would leave the child running:
-        # signals wait until it is started and registered, then arrive inside the try.
-        with _SignalsHeld() as held:
-            proc = _start(argv, env=env, cwd=cwd, log=log)
-            _register(proc.pid)
-        pgid = proc.pid  # start_new_session=True: the child leads its own session and group
-        reader = _Reader(proc, log, on_line, start)
-        reader.start()
-        notes: list[str] = []
-        try:
-            try:
-                held.deliver()
-                outcome, reason = _wait(
-                    proc, reader, start, timeout_s, no_output_timeout_s, watch, cancel
-                )
-            except KeyboardInterrupt:
-                notes.append(_kill_tree(proc, pgid, kill_grace_s, "KeyboardInterrupt"))
-                raise
-            if outcome == "exited":
-                note = _reap_stragglers(pgid, kill_grace_s)
-            else:
-                note = _kill_tree(proc, pgid, kill_grace_s, reason)
-            if note:
-                notes.append(note)
-            exit_code = proc.returncode if outcome == "exited" else None
-            wall_s = time.monotonic() - start
-        finally:
-            # Every path: make sure nothing we started survives, the reader is done with the
-            # file, and our notes land at the end of the log.
-            if proc.poll() is None:  # only reachable through an unexpected error above
-                with contextlib.suppress(BaseException):
-                    notes.append(_kill_tree(proc, pgid, 0.0, "an internal error"))
-            with contextlib.suppress(BaseException):
-                if note := _unregister(proc.pid, kill_grace_s):
-                    notes.append(note)
-            reader.finish()
-            for note in notes:
-                log.write(f"# dlperf: {note}\n")
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "w", encoding="utf-8", errors="replace", newline="") as log:
+            log.write(f"# dlperf: {shlex.join(stored_argv(argv))}\n")
             log.flush()
+            start = time.monotonic()
+            # A Ctrl-C or SIGTERM between fork and the try below would leave the child running:
+            # signals wait until it is started and registered, then arrive inside the try.
+            with _SignalsHeld() as held:
+                proc = _start(argv, env=env, cwd=cwd, log=log)
+                _register(proc.pid)
+            pgid = proc.pid  # start_new_session=True: the child leads its own session and group
+            reader = _Reader(proc, log, on_line, start)
+            reader.start()
+            notes: list[str] = []
+            try:
+                try:
+                    held.deliver()
+                    outcome, reason = _wait(
+                        proc, reader, start, timeout_s, no_output_timeout_s, watch, cancel
+                    )
+                except KeyboardInterrupt:
+                    notes.append(_kill_tree(proc, pgid, kill_grace_s, "KeyboardInterrupt"))
+                    raise
+                if outcome == "exited":
+                    note = _reap_stragglers(pgid, kill_grace_s)
+                else:
+                    note = _kill_tree(proc, pgid, kill_grace_s, reason)
+                if note:
+                    notes.append(note)
+                exit_code = proc.returncode if outcome == "exited" else None
+                wall_s = time.monotonic() - start
+            finally:
+                # Every path: make sure nothing we started survives, the reader is done with the
+                # file, and our notes land at the end of the log.
+                if proc.poll() is None:  # only reachable through an unexpected error above
+                    with contextlib.suppress(BaseException):
+                        notes.append(_kill_tree(proc, pgid, 0.0, "an internal error"))
+                with contextlib.suppress(BaseException):
+                    if note := _unregister(proc.pid, kill_grace_s):
+                        notes.append(note)
+                reader.finish()
+                with contextlib.suppress(OSError):  # a full disk: reader.write_error says so
+                    for note in notes:
+                        log.write(f"# dlperf: {note}\n")
+                    log.flush()
+    except OSError as exc:  # the log's disk is full, read-only, or gone
+        if exc.errno not in STORAGE_ERRNOS:
+            raise
+        with contextlib.suppress(OSError):
+            if log_path.stat().st_size == 0:
+                log_path.unlink()
+        raise storage_error(log_path, exc) from None
+    if reader.write_error is not None:  # the workload ran; its log could not be kept
+        raise storage_error(log_path, reader.write_error)
     return ProcResult(exit_code=exit_code, outcome=outcome, wall_s=wall_s, log_path=log_path)
 
 
@@ -410,6 +422,8 @@ class _Reader(threading.Thread):
         self._stop_requested = threading.Event()
         self.last_output = start
         """time.monotonic() of the last bytes read; a float assignment is atomic in CPython."""
+        self.write_error: OSError | None = None
+        """Why the log stopped being written (a full disk), if it did."""
 
     def run(self) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -443,8 +457,12 @@ class _Reader(threading.Thread):
                 self._log.flush()
 
     def _emit(self, line: str) -> None:
-        self._log.write(line + "\n")
-        self._log.flush()
+        if self.write_error is None:
+            try:
+                self._log.write(line + "\n")
+                self._log.flush()
+            except OSError as exc:  # a full disk: keep draining, or the child would block
+                self.write_error = exc
         if self._on_line is not None:
             try:
                 self._on_line(line.removesuffix("\r"))

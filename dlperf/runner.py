@@ -6,6 +6,7 @@ few steps is kept with a typed status and its log tail, and the other repeats st
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -13,6 +14,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -21,18 +23,32 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from dlperf import DlperfError, __version__, mlperf, system
-from dlperf.adapter import MICRO_COMMON, MICRO_MODELS, MICRO_OPTIONS, Adapter
+from dlperf.adapter import (
+    MICRO_COMMON,
+    MICRO_MODELS,
+    MICRO_OPTIONS,
+    Adapter,
+    WorkloadOption,
+    check_options,
+)
 from dlperf.adapters import get_adapter
 from dlperf.envs import Env, InterpreterInfo, adopt_interpreter, describe_interpreter, ensure_env
 from dlperf.events import EVENTS_ENV, ParsedRun, merge_ranks, parse_events
+from dlperf.files import (
+    StorageError,
+    atomic_write,
+    check_writable,
+    remove_empty_files,
+    storage_error,
+)
 from dlperf.launch import LAUNCHERS, resolve_hosts, through_launcher
-from dlperf.models import PRESETS, get_model, preset_values
+from dlperf.models import MODELS, PRESETS, get_model, preset_values
 from dlperf.official import prepare_official
 from dlperf.proc import ProcResult, run_process, tail
+from dlperf.redact import redact_value, stored_argv
 from dlperf.schema import (
+    MAX_KEY_CHARS,
     BenchmarkSpec,
     Environment,
     JobInfo,
@@ -97,6 +113,13 @@ def resolve_spec(
             f"--impl micro runs microbenchmarks ({', '.join(MICRO_MODELS)}), not {model}"
         )
     p = preset_values(model, preset)
+    for shape, what in (("image_size", "image size"), ("seq_len", "sequence length")):
+        if given.get(shape) is not None and getattr(p, shape) is None:
+            takers = sorted(m for m, d in MODELS.items() if getattr(d.presets[preset], shape))
+            raise DlperfError(
+                f"{model} has no {what}: --{shape.replace('_', '-')} applies to "
+                f"{', '.join(takers)}; leave it out"
+            )
     window = {"skip": p.skip, "measure": p.measure}
     if given.get("impl") == "official":
         # The upstream's own log cadence sets the window DLPerf measured it with.
@@ -119,15 +142,15 @@ def resolve_spec(
     fields.update(given)
     if "batch_size" not in given:
         fields["batch_size"] = p.batch_amp if fields.get("precision") == "amp" else p.batch_fp32
-    try:
-        spec = BenchmarkSpec(**fields)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(x) for x in e['loc']) or 'spec'}: {e['msg']}" for e in exc.errors()
-        )
-        raise DlperfError(f"invalid benchmark settings: {problems}") from None
+    spec = BenchmarkSpec.checked(**fields)
     spec = with_practice(adapter, spec)
     check_spec(adapter, spec)
+    key = spec.config_key()
+    if len(key) > MAX_KEY_CHARS:  # it names the results folder: a file name's limit
+        raise DlperfError(
+            f"the configuration's name {key[:60]}... is longer than {MAX_KEY_CHARS} "
+            "characters (it names its results folder): shorten the --set values"
+        )
     return spec
 
 
@@ -156,17 +179,15 @@ def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
             f"{adapter.name} has no {spec.impl!r} implementation; "
             f"it has: {', '.join(adapter.impls)}"
         )
-    if spec.impl == "micro":
-        known = {**MICRO_COMMON, **MICRO_OPTIONS[spec.model]}
-    else:
-        known = adapter.option_keys(spec.model)
-    unknown = sorted((set(spec.options) | set(spec.practice)) - set(known))
-    if unknown:
-        valid = ", ".join(sorted(known)) or "(none)"
-        raise DlperfError(
-            f"unknown --set key(s) for {adapter.name} {spec.model}: {', '.join(unknown)}; "
-            f"valid keys: {valid}"
-        )
+    declared = option_declarations(adapter, spec.model)
+    check_options(f"{adapter.name} {spec.model}", declared, {**spec.options, **spec.practice})
+
+
+def option_declarations(adapter: Adapter, model: str) -> Mapping[str, WorkloadOption | str]:
+    """The `--set` keys `adapter` takes for `model`, each with the values it accepts."""
+    if model in adapter.micro_models:
+        return {**MICRO_COMMON, **MICRO_OPTIONS[model]}
+    return adapter.option_keys(model)
 
 
 @dataclass(frozen=True)
@@ -175,6 +196,18 @@ class OfficialOptions:
 
     sources_dir: Path | None = None  # an existing clone instead of the network
     data_dir: str = ""
+
+    def check(self, spec: BenchmarkSpec) -> None:
+        """Refuse them for dlperf's own workloads, which would silently ignore them."""
+        given = [f for f, v in (("--sources-dir", self.sources_dir), ("--data-dir", self.data_dir))
+                 if v]  # fmt: skip
+        if given and spec.impl != "official":
+            raise DlperfError(
+                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to --impl "
+                f"official (an upstream's own script) only; {spec.framework} {spec.model} --impl "
+                f"{spec.impl} runs dlperf's own workload on synthetic data: leave "
+                f"{'them' if len(given) > 1 else 'it'} out, or add --impl official"
+            )
 
 
 @dataclass(frozen=True)
@@ -274,7 +307,32 @@ class PreparedRun:
             job=job_info(self.spec, self.launch),
             interpreter=self.interpreter,
         )
-        return result, write_result(results_dir, result)
+        try:
+            return result, write_result(results_dir, result)
+        except StorageError as exc:
+            raise _unsaved(result, results_dir, exc) from None
+
+
+UNSAVED_DIR = Path(tempfile.gettempdir()) / "dlperf-unsaved"
+"""Where a measured result goes when its results folder cannot take it (full, read-only)."""
+
+
+def _unsaved(result: Result, results_dir: Path, exc: StorageError) -> StorageError:
+    """The error for a measured result its folder refused: saved elsewhere, or its numbers
+    printed, so that what was measured is never lost (exit code 2: benchmarks ran)."""
+    key = result.spec.config_key()
+    fallback = UNSAVED_DIR / key / f"{result.id}.json"
+    try:
+        atomic_write(fallback, result.model_dump_json(indent=2) + "\n")
+        kept = (
+            f"the result was saved to {fallback} instead: move it to "
+            f"{result_dir(results_dir, key)}/ once that folder can be written"
+        )
+    except StorageError as again:
+        t = result.metrics.throughput
+        numbers = f"median {t.median:.4g} samples/s over {t.n} repeat(s)" if t else "no throughput"
+        kept = f"it could not be saved elsewhere either ({again}); measured: {numbers}"
+    return StorageError(f"{exc}; {kept}", exit_code=2)
 
 
 def check_device(spec: BenchmarkSpec, launch: JobLaunch) -> None:
@@ -346,17 +404,42 @@ def prepare_run(
         raise DlperfError(
             f"unknown launcher {launch.launcher!r}; choose one of: {', '.join(LAUNCHERS)}"
         )
-    hosts = launch.node_hosts(spec.nodes) if launch.is_job(spec) else []
+    # --hosts with the local launcher is refused there, even for one process (it runs here)
+    hosts = launch.node_hosts(spec.nodes) if launch.is_job(spec) or launch.hosts else []
     check_device(spec, launch)
-    result_id = result_id or new_result_id()
-    raw_dir = result_dir(results_dir, spec.config_key()) / result_id
-    adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
-    check_spec(adapter, spec)
-    if hosts:  # refused before any env is built when there is no launcher
-        adapter.job_commands(spec, "python", hosts, 0)
-    env, interpreter = workload_interpreter(spec, adapter, python, rebuild_env, cb.message)
-    raw_dir.mkdir(parents=True, exist_ok=True)
+    made = [p for p in (results_dir, result_dir(results_dir, spec.config_key())) if not p.exists()]
+    check_writable(results_dir, "the results folder")
+    result_id, raw_dir = _claim_raw_dir(result_dir(results_dir, spec.config_key()), result_id)
+    try:
+        adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
+        check_spec(adapter, spec)
+        if hosts:  # refused before any env is built when there is no launcher
+            adapter.job_commands(spec, "python", hosts, 0)
+        env, interpreter = workload_interpreter(spec, adapter, python, rebuild_env, cb.message)
+    except BaseException:
+        for folder in [raw_dir, *reversed(made)]:  # those this call made, while still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # nothing ran: a refused run leaves no trace
+        raise
     return PreparedRun(spec, adapter, env, result_id, raw_dir, launch, interpreter)
+
+
+def _claim_raw_dir(folder: Path, result_id: str | None) -> tuple[str, Path]:
+    """The raw-log folder of a result, made by this process alone: a new id's folder is
+    created exclusively (two runs started in the same second never share one); a resumed
+    attempt's (`result_id` given, its lock held by the caller) is reused."""
+    try:
+        if result_id is not None:
+            (folder / result_id).mkdir(parents=True, exist_ok=True)
+            return result_id, folder / result_id
+        folder.mkdir(parents=True, exist_ok=True)
+        while True:
+            fresh = new_result_id()
+            with contextlib.suppress(FileExistsError):
+                (folder / fresh).mkdir()
+                return fresh, folder / fresh
+    except OSError as exc:
+        raise storage_error(folder, exc) from None
 
 
 def run_benchmark(
@@ -387,18 +470,26 @@ def run_benchmark(
             cb.repeat_done(repeat)
     except KeyboardInterrupt:
         if repeats:  # what was measured is kept; the rest is marked, not dropped
-            missing = [
-                Repeat(
-                    index=i,
-                    status=RepeatStatus.interrupted,
-                    message="dlperf was interrupted (Ctrl-C, SIGTERM or SIGHUP) before this "
-                    "repeat finished",
-                )
-                for i in range(len(repeats) + 1, spec.repeats + 1)
-            ]
-            run.finish(results_dir, repeats + missing)
+            why = "dlperf was interrupted (Ctrl-C, SIGTERM or SIGHUP) before this repeat finished"
+            run.finish(results_dir, repeats + _not_run(len(repeats), spec.repeats, why))
         raise
+    except StorageError as exc:  # a log could not be written: stop, keep what was measured
+        remove_empty_files(run.raw_dir)
+        if not repeats:
+            raise StorageError(str(exc), exit_code=2) from None
+        run.finish(results_dir, repeats + _not_run(len(repeats), spec.repeats, f"not run: {exc}"))
+        raise StorageError(
+            f"{exc}; the {len(repeats)} repeat(s) measured before were stored", exit_code=2
+        ) from None
     return run.finish(results_dir, repeats)
+
+
+def _not_run(done: int, planned: int, why: str) -> list[Repeat]:
+    """Repeats done+1..planned, marked `interrupted` with the reason they did not run."""
+    return [
+        Repeat(index=i, status=RepeatStatus.interrupted, message=why)
+        for i in range(done + 1, planned + 1)
+    ]
 
 
 def run_repeat(
@@ -468,7 +559,7 @@ def run_repeat(
         warnings=warnings,
         wall_s=round(proc.wall_s, 4),
         exit_code=proc.exit_code,
-        command=list(cmd.argv),
+        command=stored_argv(cmd.argv),
         log_path=str(log_path),
         events_path=str(events_path),
         log_tail="" if status == RepeatStatus.ok else tail(log_path),
@@ -506,7 +597,7 @@ def job_info(spec: BenchmarkSpec, launch: JobLaunch) -> JobInfo:
     hosts = launch.node_hosts(spec.nodes) if launch.is_job(spec) else []
     return JobInfo(
         launcher=launch.launcher,
-        hosts=hosts,
+        hosts=[redact_value(h) for h in hosts],  # user:pw@host keeps no password
         world_size=spec.world_size,
         global_batch=spec.global_batch,
     )
@@ -657,7 +748,7 @@ class Job:
             warnings=warnings,
             wall_s=round(max(p.wall_s for _, p in done), 4),
             exit_code=proc.exit_code,
-            command=list(started[0].argv),
+            command=stored_argv(started[0].argv),
             log_path=str(log),
             events_path=str(events_template),
             log_tail="" if status == RepeatStatus.ok else job_tail(proc.log_path, others),

@@ -7,7 +7,16 @@ import re
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from dlperf import DlperfError
 
 # 2: spec.source, result.source and result.origin (official implementations)
 # 3: spec.practice, the environment's kind / interpreter / distributions digest, each repeat's
@@ -31,6 +40,20 @@ LOADGEN_SETTINGS = (
 )
 
 
+# Upper bounds of a spec: beyond them a number is a typo, not a benchmark (and a size would
+# overflow the frameworks' 32-bit indices).
+MAX_SIZE = 2**31 - 1
+MAX_STEPS = 1_000_000
+MAX_REPEATS = 1000
+MAX_NODES = 65_536
+MAX_DEVICES_PER_NODE = 1024
+MAX_KEY_CHARS = 255  # a configuration key names a folder: a file name's limit
+LOADGEN_RANGES = (  # (min, max) pairs of LoadGen settings
+    ("min_duration_s", "max_duration_s"),
+    ("min_query_count", "max_query_count"),
+)
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -45,14 +68,14 @@ class BenchmarkSpec(_Frozen):
     precision: str = "fp32"
     xla: bool = False
     device: str = "cpu"
-    nodes: int = Field(1, ge=1)
-    devices_per_node: int = Field(1, ge=1)
-    batch_size: int = Field(..., ge=1, description="per device")
-    image_size: int | None = Field(None, ge=1)
-    seq_len: int | None = Field(None, ge=1)
-    skip: int = Field(20, ge=0)
-    measure: int = Field(100, ge=1)
-    repeats: int = Field(7, ge=1)
+    nodes: int = Field(1, ge=1, le=MAX_NODES)
+    devices_per_node: int = Field(1, ge=1, le=MAX_DEVICES_PER_NODE)
+    batch_size: int = Field(..., ge=1, le=MAX_SIZE, description="per device")
+    image_size: int | None = Field(None, ge=1, le=MAX_SIZE)
+    seq_len: int | None = Field(None, ge=1, le=MAX_SIZE)
+    skip: int = Field(20, ge=0, le=MAX_STEPS)
+    measure: int = Field(100, ge=1, le=MAX_STEPS)
+    repeats: int = Field(7, ge=1, le=MAX_REPEATS)
     options: dict[str, str] = Field(default_factory=dict)
     # The framework's best-practice settings as run (defaults for the device and model, then
     # `--set` overrides): named so a reader sees which settings produced a number. Frameworks
@@ -103,6 +126,10 @@ class BenchmarkSpec(_Frozen):
         bad = sorted(k for k, x in v.items() if not (math.isfinite(x) and x > 0))
         if bad:
             raise ValueError(f"LoadGen setting(s) {', '.join(bad)} must be finite numbers > 0")
+        for low, high in LOADGEN_RANGES:
+            if low in v and high in v and v[low] > v[high]:
+                flags = f"--{low.replace('_', '-')} {v[low]:g} > --{high.replace('_', '-')}"
+                raise ValueError(f"{flags} {v[high]:g}: the minimum must not exceed the maximum")
         return v
 
     @model_validator(mode="after")
@@ -123,6 +150,20 @@ class BenchmarkSpec(_Frozen):
                 "--nodes 1 --devices-per-node 1"
             )
         return self
+
+    @classmethod
+    def checked(cls, **fields: Any) -> BenchmarkSpec:
+        """A spec from user input, or a DlperfError naming every setting that is wrong."""
+        try:
+            return cls(**fields)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(x) for x in e['loc']) or 'spec'}: {e['msg']}".replace(
+                    "Value error, ", ""
+                )
+                for e in exc.errors()
+            )
+            raise DlperfError(f"invalid benchmark settings: {problems}") from None
 
     @property
     def world_size(self) -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from dlperf import DlperfError, __version__
 from dlperf.compare import values_of
+from dlperf.files import atomic_write
 from dlperf.schema import Result
 from dlperf.store import latest_per_config, load_results
 
@@ -72,8 +73,7 @@ def freeze(results_dir: Path, out: Path) -> int:
         "dlperf_version": __version__,
         "entries": [e.__dict__ for e in entries.values()],
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2) + "\n")
+    atomic_write(out, json.dumps(data, indent=2) + "\n")
     return len(entries)
 
 

@@ -33,7 +33,9 @@ from pydantic import (
 )
 
 from dlperf import DlperfError
+from dlperf.files import atomic_write_json
 from dlperf.launch import check_templates
+from dlperf.redact import redact_value
 from dlperf.schema import SourceInfo
 
 if sys.version_info >= (3, 11):
@@ -293,7 +295,7 @@ class GitError(DlperfError):
 def source_info(upstream: Upstream, patches: list[Patch]) -> SourceInfo:
     return SourceInfo(
         name=upstream.name,
-        url=upstream.url,
+        url=redact_value(upstream.url),  # a token in a clone URL is not stored
         commit=upstream.commit,
         patches={p.name: p.sha256 for p in patches},
     )
@@ -381,9 +383,7 @@ def _apply_patch(repo: Path, patch: Patch) -> None:
 
 def _write_marker(repo: Path, upstream: Upstream, patches: list[Patch]) -> None:
     data = {**source_info(upstream, patches).model_dump(), "patch_order": [p.name for p in patches]}
-    tmp = repo / (MARKER + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    tmp.rename(repo / MARKER)
+    atomic_write_json(repo / MARKER, data)
     exclude = repo / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     with exclude.open("a") as f:  # what running the code leaves behind is not a change to it

@@ -6,8 +6,6 @@ Layout: ``<results>/<config_key>/<result_id>.json``, raw logs beside it in ``<re
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from dlperf import DlperfError
+from dlperf.files import atomic_write
 from dlperf.schema import SCHEMA_VERSION, Result, ResultStatus
 
 DEFAULT_RESULTS_DIR = Path("results")
@@ -27,19 +26,8 @@ def result_dir(results_dir: Path, config_key: str) -> Path:
 
 def write_result(results_dir: Path, result: Result) -> Path:
     """Write atomically (temp file + rename): an interrupted run leaves no half-written JSON."""
-    folder = result_dir(results_dir, result.spec.config_key())
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{result.id}.json"
-    text = result.model_dump_json(indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{result.id}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    path = result_dir(results_dir, result.spec.config_key()) / f"{result.id}.json"
+    return atomic_write(path, result.model_dump_json(indent=2) + "\n")
 
 
 def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:

@@ -33,12 +33,34 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    FilePath,
+    Strict,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from dlperf import DlperfError
 from dlperf.adapters import get_adapter
-from dlperf.runner import PreparedRun, prepare_run, resolve_spec
-from dlperf.schema import BenchmarkSpec, Repeat, Result
+from dlperf.files import (
+    StorageError,
+    atomic_write,
+    atomic_write_json,
+    remove_empty_files,
+    try_lock,
+)
+from dlperf.models import PRESETS, get_model
+from dlperf.runner import PreparedRun, option_declarations, prepare_run, resolve_spec
+from dlperf.schema import DEVICES, PRECISIONS, BenchmarkSpec, Repeat, Result
 from dlperf.store import find_result, result_dir
 
 if sys.version_info >= (3, 11):
@@ -47,10 +69,63 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 STATE_FILE = "sweep-state.json"
-KEYS = {
-    "preset", "frameworks", "models", "precisions", "xla", "batch_sizes", "node_shapes",
-    "repeats", "skip", "measure", "device", "set", "timeout_s", "no_output_timeout_s", "python",
-}  # fmt: skip
+LOCK_FILE = "sweep.lock"
+
+
+def _one_or_many(value: Any) -> Any:
+    """A single value where a list is expected is a list of one: `xla = true`."""
+    return value if isinstance(value, list) else [value]
+
+
+def _node_shape(text: str) -> tuple[int, int]:
+    try:
+        nodes, devices = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"node shape {text!r} must look like 1x1 (nodes x devices)") from None
+    return nodes, devices
+
+
+T = TypeVar("T")
+# A TOML value or a list of them, never an empty list (it would make the matrix empty).
+Many = Annotated[list[T], BeforeValidator(_one_or_many), Field(min_length=1)]
+
+
+def _set_value(value: Any) -> str:
+    """A [sweep.set] value: text, or a number written as its text (never a boolean: a
+    workload's switches are 0 and 1)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError('a workload option is text or a number, such as "NHWC", 1 or 20.5')
+    return str(value)
+
+
+SetValue = Annotated[str, BeforeValidator(_set_value)]
+
+
+class SweepFile(BaseModel):
+    """The [sweep] table: every key, the type of its value and its default, declared once.
+    Values keep their TOML types: `xla = "no"` is refused, not read as true. Ranges and names
+    are checked where a single run's are (`resolve_spec`), so a sweep and `dlperf run` agree."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    preset: Literal[PRESETS] = "dlperf"
+    frameworks: Many[StrictStr]
+    models: Many[StrictStr]
+    precisions: Many[Literal[PRECISIONS]] = ["fp32"]
+    xla: Many[StrictBool] = [False]
+    batch_sizes: Many[StrictInt] | None = None  # default: the preset's
+    node_shapes: Many[Annotated[StrictStr, AfterValidator(_node_shape)]] = [(1, 1)]
+    repeats: StrictInt | None = None
+    skip: StrictInt | None = None
+    measure: StrictInt | None = None
+    device: Literal[DEVICES] | None = None
+    timeout_s: Annotated[float, Strict()] | None = None
+    no_output_timeout_s: Annotated[float, Strict()] | None = None
+    set: dict[str, Many[SetValue]] = {}
+    python: dict[str, FilePath] = {}
+
+
+KEYS = frozenset(SweepFile.model_fields)
 
 
 @dataclass
@@ -64,79 +139,106 @@ def load_plan(path: Path) -> SweepPlan:
     """Expand the matrix and validate every configuration before anything runs."""
     try:
         data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise DlperfError(f"{path}: cannot read the sweep file: {exc}") from None
     table = data.get("sweep")
     if not isinstance(table, dict):
         raise DlperfError(f"{path}: needs a [sweep] table (see `dlperf sweep --help`)")
-    unknown = sorted(set(table) - KEYS)
-    if unknown:
+    if set(data) != {"sweep"}:
+        others = ", ".join(sorted(set(data) - {"sweep"}))
         raise DlperfError(
-            f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(KEYS))}"
+            f"{path}: unknown top-level key(s) {others}; everything belongs in the [sweep] table"
         )
-    return expand(table)
-
-
-def _list(table: dict[str, Any], key: str, default: list[Any]) -> list[Any]:
-    value = table.get(key, default)
-    return value if isinstance(value, list) else [value]
-
-
-def _node_shape(text: str) -> tuple[int, int]:
     try:
-        nodes, devices = (int(x) for x in str(text).lower().split("x"))
-    except ValueError:
-        raise DlperfError(f"node shape {text!r} must look like 1x1 (nodes x devices)") from None
-    return nodes, devices
+        return expand(table)
+    except DlperfError as exc:
+        raise DlperfError(f"{path}: {exc}") from None
+
+
+def _toml(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error about the [sweep] table, in the file's own terms."""
+    loc = error["loc"]
+    where = ".".join(str(x) for x in loc if not isinstance(x, int))
+    kind, msg = error["type"], error["msg"].removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        return f"unknown key {where}; known: {', '.join(sorted(KEYS))}"
+    if kind == "missing":
+        return f"{where} is missing: a sweep needs at least one framework and one model"
+    if kind == "too_short":
+        return f"{where} is an empty list: give at least one value"
+    hint = {
+        "bool_type": ": write true or false, without quotes",
+        "int_type": ": write a whole number, without quotes",
+        "float_type": ": write a number, without quotes",
+        "string_type": ': write it in quotes, such as "1"',
+        "dict_type": ": write it as a table, such as [sweep.set] followed by KEY = VALUE lines",
+        "path_not_file": ": give the path of an existing Python interpreter",
+    }.get(kind, "")
+    return f"{where} = {_toml(error['input'])}: {msg}{hint}"
 
 
 def expand(table: dict[str, Any]) -> SweepPlan:
-    preset = table.get("preset", "dlperf")
-    frameworks = _list(table, "frameworks", [])
-    models = _list(table, "models", [])
-    if not frameworks or not models:
-        raise DlperfError("a sweep needs at least one framework and one model")
-    pythons = table.get("python", {})
-    if not isinstance(pythons, dict) or not all(isinstance(v, str) for v in pythons.values()):
-        raise DlperfError('[sweep.python] maps a framework to an interpreter: pytorch = "/path"')
-    unused = sorted(set(pythons) - set(frameworks))
+    """Every configuration of the matrix in `table` (the [sweep] table), checked."""
+    try:
+        sweep = SweepFile.model_validate(table)
+    except ValidationError as exc:
+        raise DlperfError("[sweep] " + "; ".join(_problem(e) for e in exc.errors())) from None
+    adapters = {fw: get_adapter(fw) for fw in sweep.frameworks}  # unknown: names the known
+    for model in sweep.models:
+        get_model(model)  # unknown: names the known
+    unused = sorted(set(sweep.python) - set(sweep.frameworks))
     if unused:
         raise DlperfError(f"[sweep.python] names {', '.join(unused)}, not in the frameworks")
-    set_table = table.get("set", {})
-    set_keys = sorted(set_table)
-    set_values = [[str(v) for v in _list(set_table, k, [])] for k in set_keys]
-    plan = SweepPlan([], pythons={k: Path(v).expanduser() for k, v in pythons.items()})
-    for fw, model, precision, xla, batch, shape, chosen in itertools.product(
-        frameworks,
-        models,
-        _list(table, "precisions", ["fp32"]),
-        _list(table, "xla", [False]),
-        _list(table, "batch_sizes", [None]),
-        _list(table, "node_shapes", ["1x1"]),
+    pairs = [(fw, m) for fw in sweep.frameworks for m in sweep.models if adapters[fw].runs(m)]
+    declared = {(fw, m): option_declarations(adapters[fw], m) for fw, m in pairs}
+    takers = {key for options in declared.values() for key in options}
+    unknown = sorted(set(sweep.set) - takers)
+    if unknown:
+        raise DlperfError(
+            f"[sweep.set] key(s) {', '.join(unknown)} are taken by none of the sweep's "
+            f"workloads; their keys: {', '.join(sorted(takers)) or '(none)'}"
+        )
+    set_keys = sorted(sweep.set)
+    set_values = [[str(v) for v in sweep.set[k]] for k in set_keys]
+    plan = SweepPlan([], pythons={k: v.expanduser() for k, v in sweep.python.items()})
+    for fw, model, precision, xla, batch, (nodes, devices), chosen in itertools.product(
+        sweep.frameworks,
+        sweep.models,
+        sweep.precisions,
+        sweep.xla,
+        sweep.batch_sizes or [None],
+        sweep.node_shapes,
         itertools.product(*set_values),
     ):
-        options = dict(zip(set_keys, chosen, strict=True))
-        adapter = get_adapter(fw)  # unknown framework: an error listing the known ones
-        if not adapter.runs(model):
+        if (fw, model) not in declared:
             plan.skipped.append(f"{fw} has no {model}")
             continue
-        nodes, devices = _node_shape(shape)
-        accepted = adapter.option_keys(model)
+        options = dict(zip(set_keys, chosen, strict=True))
         overrides = {
             "precision": precision,
-            "xla": bool(xla),
+            "xla": xla,
             "batch_size": batch,
             "nodes": nodes,
             "devices_per_node": devices,
-            "device": table.get("device"),
-            "repeats": table.get("repeats"),
-            "skip": table.get("skip"),
-            "measure": table.get("measure"),
-            "timeout_s": table.get("timeout_s"),
-            "no_output_timeout_s": table.get("no_output_timeout_s"),
-            "options": {k: v for k, v in options.items() if k in accepted} or None,
+            "device": sweep.device,
+            "repeats": sweep.repeats,
+            "skip": sweep.skip,
+            "measure": sweep.measure,
+            "timeout_s": sweep.timeout_s,
+            "no_output_timeout_s": sweep.no_output_timeout_s,
+            "options": {k: v for k, v in options.items() if k in declared[fw, model]} or None,
         }
-        plan.specs.append(resolve_spec(fw, model, preset=preset, overrides=overrides))
+        plan.specs.append(resolve_spec(fw, model, preset=sweep.preset, overrides=overrides))
+    if not plan.specs:
+        raise DlperfError(
+            "the sweep has no configuration to run: "
+            + "; ".join(sorted(set(plan.skipped)))
+            + "; `dlperf list` shows which framework has which model"
+        )
     keys = [s.config_key() for s in plan.specs]
     if len(set(keys)) != len(keys):
         raise DlperfError("the sweep lists the same configuration twice")
@@ -152,26 +254,51 @@ class SweepCallbacks:
     config_done: Callable[[Result, Path], None] = lambda result, path: None
 
 
-def _resume_state(results_dir: Path, spec: BenchmarkSpec) -> tuple[str | None, dict[int, Repeat]]:
-    """An unfinished earlier attempt at `spec`: its result id and the repeats it finished."""
+@dataclass
+class _Attempt:
+    """An unfinished earlier attempt at a configuration, now claimed by this sweep."""
+
+    result_id: str
+    finished: dict[int, Repeat]
+    lock: IO[bytes]
+
+
+def _resume_state(results_dir: Path, spec: BenchmarkSpec) -> _Attempt | None:
+    """The newest unfinished attempt at `spec` that no live sweep holds, locked for this one.
+
+    A sweep holds LOCK_FILE in its attempt's folder from start to finish, so the attempt of a
+    sweep running right now is never taken for an abandoned one (the lock dies with its
+    process, kill -9 included). Unreadable state or repeat files are passed over.
+    """
     folder = result_dir(results_dir, spec.config_key())
+    wanted = json.loads(spec.model_dump_json())
     for state in sorted(folder.glob(f"*/{STATE_FILE}"), reverse=True):
-        saved = json.loads(state.read_text())
-        if saved.get("spec") != json.loads(spec.model_dump_json()):
+        lock = try_lock(state.parent / LOCK_FILE)
+        if lock is None:
+            continue  # a live sweep's
+        try:
+            saved = json.loads(state.read_bytes())
+        except FileNotFoundError:  # finished while we looked: the lock file was made by us
+            (state.parent / LOCK_FILE).unlink(missing_ok=True)
+            saved = None
+        except (OSError, ValueError):
+            saved = None
+        if not isinstance(saved, dict) or saved.get("spec") != wanted:
+            lock.close()
             continue
         done = {}
         for path in state.parent.glob("repeat-*.json"):
-            repeat = Repeat.model_validate_json(path.read_text())
+            try:
+                repeat = Repeat.model_validate_json(path.read_bytes())
+            except (OSError, ValueError):
+                continue
             done[repeat.index] = repeat
-        return state.parent.name, done
-    return None, {}
+        return _Attempt(state.parent.name, done, lock)
+    return None
 
 
 def _save_repeat(run: PreparedRun, repeat: Repeat) -> None:
-    path = run.raw_dir / f"repeat-{repeat.index}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(repeat.model_dump_json())
-    tmp.replace(path)
+    atomic_write(run.raw_dir / f"repeat-{repeat.index}.json", repeat.model_dump_json())
 
 
 def run_sweep(
@@ -189,42 +316,70 @@ def run_sweep(
             continue
         todo.append(spec)
     runs: dict[str, PreparedRun] = {}
+    locks: dict[str, IO[bytes] | None] = {}  # held from the attempt's start until it is stored
     done: dict[str, dict[int, Repeat]] = {}
     failed_env: dict[str, str] = {}
-    for spec in todo:
-        key = spec.config_key()
-        result_id, finished = _resume_state(results_dir, spec) if resume else (None, {})
-        if finished:
-            cb.message(f"resume {key}: {len(finished)} repeat(s) already done")
-        try:
-            runs[key] = prepare_run(
-                spec, results_dir, result_id=result_id, python=plan.pythons.get(spec.framework)
-            )
-        except DlperfError as exc:  # e.g. an env that cannot be built: the sweep goes on
-            failed_env[key] = str(exc)
-            cb.message(f"[{key}] cannot run: {exc}")
-            continue
-        state = runs[key].raw_dir / STATE_FILE
-        state.write_text(json.dumps({"spec": json.loads(spec.model_dump_json())}))
-        done[key] = finished
-    cb.planned(sum(s.repeats - len(done[s.config_key()]) for s in todo if s.config_key() in runs))
-    outcomes = []
-    for index in range(1, max((s.repeats for s in todo), default=0) + 1):
+    try:
         for spec in todo:
             key = spec.config_key()
-            if key not in runs or index > spec.repeats or index in done[key]:
+            attempt = _resume_state(results_dir, spec) if resume else None
+            if attempt and attempt.finished:
+                cb.message(f"resume {key}: {len(attempt.finished)} repeat(s) already done")
+            try:
+                runs[key] = prepare_run(
+                    spec,
+                    results_dir,
+                    result_id=attempt.result_id if attempt else None,
+                    python=plan.pythons.get(spec.framework),
+                )
+            except StorageError:
+                raise  # the results folder itself: no other configuration can be stored either
+            except DlperfError as exc:  # e.g. an env that cannot be built: the sweep goes on
+                if attempt:
+                    attempt.lock.close()
+                failed_env[key] = str(exc)
+                cb.message(f"[{key}] cannot run: {exc}")
                 continue
-            cb.repeat_started(spec, index)
-            repeat = runs[key].run_repeat(index)
-            _save_repeat(runs[key], repeat)
-            done[key][index] = repeat
-            cb.repeat_done(spec, repeat)
-    for spec in todo:
-        key = spec.config_key()
-        if key in runs:
-            repeats = [done[key][i] for i in sorted(done[key])]
-            result, path = runs[key].finish(results_dir, repeats)
-            (runs[key].raw_dir / STATE_FILE).unlink(missing_ok=True)
-            cb.config_done(result, path)
-            outcomes.append((result, path))
+            locks[key] = attempt.lock if attempt else try_lock(runs[key].raw_dir / LOCK_FILE)
+            atomic_write_json(
+                runs[key].raw_dir / STATE_FILE, {"spec": json.loads(spec.model_dump_json())}
+            )
+            done[key] = attempt.finished if attempt else {}
+        cb.planned(
+            sum(s.repeats - len(done[s.config_key()]) for s in todo if s.config_key() in runs)
+        )
+        outcomes = []
+        for index in range(1, max((s.repeats for s in todo), default=0) + 1):
+            for spec in todo:
+                key = spec.config_key()
+                if key not in runs or index > spec.repeats or index in done[key]:
+                    continue
+                cb.repeat_started(spec, index)
+                try:
+                    repeat = runs[key].run_repeat(index)
+                    _save_repeat(runs[key], repeat)
+                except StorageError as exc:  # the results disk: no later repeat could be kept
+                    remove_empty_files(runs[key].raw_dir)
+                    raise StorageError(
+                        f"{exc}; the sweep stopped there: the repeats saved before resume with the "
+                        "same `dlperf sweep` command once the folder can be written",
+                        exit_code=2,
+                    ) from None
+                done[key][index] = repeat
+                cb.repeat_done(spec, repeat)
+        for spec in todo:
+            key = spec.config_key()
+            if key in runs:
+                repeats = [done[key][i] for i in sorted(done[key])]
+                result, path = runs[key].finish(results_dir, repeats)
+                (runs[key].raw_dir / STATE_FILE).unlink(missing_ok=True)
+                if (lock := locks.pop(key, None)) is not None:
+                    (runs[key].raw_dir / LOCK_FILE).unlink(missing_ok=True)
+                    lock.close()
+                cb.config_done(result, path)
+                outcomes.append((result, path))
+    finally:  # an interrupted attempt is free to resume at once
+        for lock in locks.values():
+            if lock is not None:
+                lock.close()
     return outcomes, failed_env

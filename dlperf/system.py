@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -25,6 +24,9 @@ from typing import Any
 
 import numpy as np
 import psutil
+
+from dlperf.files import StorageError, atomic_write_json
+from dlperf.redact import redact_env
 
 # --------------------------------------------------------------------------------------------
 # Machine description
@@ -115,89 +117,126 @@ def machine_info() -> dict[str, Any]:
 # Environment variables
 # --------------------------------------------------------------------------------------------
 
-#: Prefixes of variables that change how fast a framework runs (threads, allocators, kernels,
-#: collective communication, compilers, device visibility, scheduler placement).
+#: Prefixes kept whole: each is one library's or framework's own namespace of run-time knobs
+#: (threads, allocators, kernels, collectives, devices). TF_, FLAGS_'s gflags aside, SLURM_,
+#: NVIDIA_ and DLPERF_ are shared with other programs (Terraform's TF_VAR_*, TF_CREDS), so
+#: only the names below are kept from those.
 ENV_PREFIXES: tuple[str, ...] = (
-    "OMP_",
-    "GOMP_",
-    "KMP_",
+    "OMP_",  # OpenMP: OMP_NUM_THREADS, OMP_PROC_BIND, OMP_PLACES, OMP_WAIT_POLICY
+    "GOMP_",  # GNU OpenMP: GOMP_CPU_AFFINITY, GOMP_SPINCOUNT
+    "KMP_",  # Intel OpenMP: KMP_AFFINITY, KMP_BLOCKTIME
     "MKL_",
     "OPENBLAS_",
-    "BLIS_",
-    "NUMEXPR_",
     "DNNL_",
     "ONEDNN_",
-    "CUDA_",
+    "CUDA_",  # CUDA_VISIBLE_DEVICES, CUDA_LAUNCH_BLOCKING, CUDA_MODULE_LOADING
     "CUBLAS_",
+    "CUBLASLT_",
     "CUDNN_",
     "NCCL_",
-    "NVIDIA_",  # NVIDIA_TF32_OVERRIDE, NVIDIA_VISIBLE_DEVICES
     "HIP_",
     "ROCR_",
     "HSA_",
-    "TF_",
-    "XLA_",
-    "JAX_",
-    "TORCH_",
+    "MIOPEN_",
+    "PYTORCH_",  # PYTORCH_CUDA_ALLOC_CONF
+    "TORCH_",  # TORCH_NCCL_*, TORCH_CUDNN_V8_API_ENABLED
     "TORCHINDUCTOR_",
-    "PYTORCH_",
-    "FLAGS_",  # PaddlePaddle
+    "FLAGS_",  # PaddlePaddle's gflags: FLAGS_cudnn_exhaustive_search, ...
     "PADDLE_",
     "MXNET_",
     "ONEFLOW_",
     "HOROVOD_",
-    "SLURM_",
-    "MALLOC_",
+    "MALLOC_",  # glibc/jemalloc: MALLOC_ARENA_MAX, MALLOC_CONF
     "TCMALLOC_",
-    "DLPERF_",
 )
 #: Whole names kept besides the prefixes.
 ENV_NAMES: frozenset[str] = frozenset(
-    {"LD_LIBRARY_PATH", "LD_PRELOAD", "TOKENIZERS_PARALLELISM", "PYTHONHASHSEED"}
+    {
+        # thread pools of other numeric libraries
+        "BLIS_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+        "NUMEXPR_MAX_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+        "TOKENIZERS_PARALLELISM",
+        # NVIDIA containers and drivers
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_TF32_OVERRIDE",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        # TensorFlow (the TF_ prefix is Terraform's too)
+        "TF_CONFIG",
+        "TF_CPP_MIN_LOG_LEVEL",
+        "TF_CPP_MAX_VLOG_LEVEL",
+        "TF_CPP_VMODULE",
+        "TF_ENABLE_ONEDNN_OPTS",
+        "TF_XLA_FLAGS",
+        "TF_GPU_ALLOCATOR",
+        "TF_FORCE_GPU_ALLOW_GROWTH",
+        "TF_GPU_THREAD_MODE",
+        "TF_GPU_THREAD_COUNT",
+        "TF_NUM_INTEROP_THREADS",
+        "TF_NUM_INTRAOP_THREADS",
+        "TF_CUDNN_USE_AUTOTUNE",
+        "TF_CUDNN_DETERMINISTIC",
+        "TF_DETERMINISTIC_OPS",
+        "TF_CUDNN_WORKSPACE_LIMIT_IN_MB",
+        "TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT",
+        "TF_ENABLE_WINOGRAD_NONFUSED",
+        "TF_AUTOTUNE_THRESHOLD",
+        "TF_ENABLE_AUTO_MIXED_PRECISION",
+        "TF_ENABLE_AUTO_MIXED_PRECISION_GRAPH_REWRITE",
+        "TF_ENABLE_XLA",
+        "TF_XLA_ENABLE_XLA_DEVICES",
+        "TF_GPU_HOST_MEM_LIMIT_IN_MB",
+        "TF_USE_LEGACY_KERAS",
+        "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS",
+        "TF_ONEDNN_USE_SYSTEM_ALLOCATOR",
+        "TF_DISABLE_NVTX_RANGES",
+        "TF_SYNC_ON_FINISH",
+        "XLA_FLAGS",
+        # Slurm's placement of the job (SLURM_ also holds accounts, comments, job names)
+        "SLURM_CPUS_PER_TASK",
+        "SLURM_CPU_BIND",
+        "SLURM_HINT",
+        "SLURM_DISTRIBUTION",
+        "SLURM_GPUS_PER_NODE",
+        "SLURM_JOB_NUM_NODES",
+        "SLURM_NTASKS",
+        "SLURM_NTASKS_PER_NODE",
+        "SLURM_JOB_NODELIST",
+        "SLURM_JOB_PARTITION",
+        # which libraries load (a cuDNN build, tcmalloc/jemalloc preloaded), Python's own
+        "LD_LIBRARY_PATH",
+        "LD_PRELOAD",
+        "GLIBC_TUNABLES",
+        "PYTHONHASHSEED",
+        "PYTHONMALLOC",
+        "PYTHONOPTIMIZE",
+        # dlperf's own: where its envs, manifests and patches came from ($DLPERF_SSH is not
+        # kept: its options are never stored)
+        "DLPERF_HOME",
+        "DLPERF_MANIFESTS",
+        "DLPERF_PATCHES",
+    }
 )
-#: A kept variable whose name contains one of these is recorded as "<redacted>".
-SECRET_MARKERS: tuple[str, ...] = (
-    "TOKEN",
-    "KEY",
-    "PASSWORD",
-    "PASSWD",
-    "SECRET",
-    "CREDENTIAL",
-    "AUTH",
-    "PRIVATE",
-)
-REDACTED = "<redacted>"
-_URL_USERINFO = re.compile(r"(://[^/\s:@]+):[^/\s@]+@")
 
 
-def _is_kept(name: str) -> bool:
+def is_performance_env_name(name: str) -> bool:
+    """Whether a variable called `name` is one dlperf records with a result."""
     upper = name.upper()
     return upper in ENV_NAMES or upper.startswith(ENV_PREFIXES)
-
-
-def _is_secret(name: str) -> bool:
-    upper = name.upper()
-    return any(marker in upper for marker in SECRET_MARKERS)
 
 
 def captured_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The performance-relevant environment, sorted by name, with secrets redacted.
 
     Only names in ENV_NAMES or starting with an ENV_PREFIXES prefix are kept at all (so
-    ``HF_TOKEN`` or ``AWS_SECRET_ACCESS_KEY`` never appear); a kept name that looks like a
-    secret (``DLPERF_API_TOKEN``) keeps only the value "<redacted>", and a password embedded
-    in a URL value (``scheme://user:pw@host``) is replaced too.
+    ``HF_TOKEN``, ``TF_VAR_db_pwd`` or ``DLPERF_DB_PASS`` never appear); the kept ones go
+    through :func:`dlperf.redact.redact_env`: a secret-looking name keeps only "<redacted>",
+    and a secret-looking part of a value (a URL's password or token parameter, ``NAME=secret``,
+    an API-key-like string) is replaced too.
     """
     env = os.environ if environ is None else environ
-    captured: dict[str, str] = {}
-    for name in sorted(env):
-        if not _is_kept(name):
-            continue
-        if _is_secret(name):
-            captured[name] = REDACTED
-        else:
-            captured[name] = _URL_USERINFO.sub(rf"\1:{REDACTED}@", env[name])
-    return captured
+    return redact_env({name: env[name] for name in sorted(env) if is_performance_env_name(name)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -393,19 +432,6 @@ def _cpu_peak_key(model: str, logical: int) -> str:
     return f"{model}|{logical}|numpy {np.__version__}"
 
 
-def _write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 CPU_GEMM_N = 1024
 CPU_GEMM_SECONDS = 2.0
 # Other processes' share of the machine above which it counts as busy: a peak measured then is
@@ -523,8 +549,8 @@ def cpu_peak(cache_dir: Path | None = None, refresh: bool = False) -> dict[str, 
     entries[key] = entry
     data["cpu_peak"] = entries
     # a read-only home still gets a peak, just not a cached one
-    with contextlib.suppress(OSError):
-        _write_json_atomic(path, data)
+    with contextlib.suppress(StorageError):
+        atomic_write_json(path, data)
     return entry
 
 

@@ -15,13 +15,17 @@ def test_captured_env_vars_keeps_perf_vars_and_redacts_secrets():
         "NCCL_DEBUG": "INFO",
         "XLA_FLAGS": "--xla_gpu_autotune_level=2",
         "LD_LIBRARY_PATH": "/usr/local/cuda/lib64",
-        "DLPERF_API_TOKEN": "s3cr3t-dlperf",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "TOKENIZERS_PARALLELISM": "false",
+        "NCCL_IB_PKEY": "0x8001",
+        "NCCL_API_TOKEN": "s3cr3t-nccl",
+        "FLAGS_db_password": "s3cr3t-flags",
         "TF_SECRET_KEY": "s3cr3t-tf",
         "HF_TOKEN": "s3cr3t-hf",
         "AWS_SECRET_ACCESS_KEY": "s3cr3t-aws",
         "PATH": "/usr/bin",
         "HOME": "/root",
-        "DLPERF_CACHE_URL": "https://user:s3cr3t-url@cache.example.com/x",
+        "TORCHINDUCTOR_REDIS_URL": "redis://user:s3cr3t-url@cache.example.com:6379/0",
     }
     got = system.captured_env_vars(environ)
     assert got["OMP_NUM_THREADS"] == "8"
@@ -29,12 +33,15 @@ def test_captured_env_vars_keeps_perf_vars_and_redacts_secrets():
     assert got["NCCL_DEBUG"] == "INFO"
     assert got["XLA_FLAGS"] == "--xla_gpu_autotune_level=2"
     assert got["LD_LIBRARY_PATH"] == "/usr/local/cuda/lib64"
-    assert got["DLPERF_API_TOKEN"] == "<redacted>"
-    assert got["TF_SECRET_KEY"] == "<redacted>"
-    # not performance-relevant: not kept at all
-    for name in ("HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "PATH", "HOME"):
+    assert got["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    assert got["TOKENIZERS_PARALLELISM"] == "false"  # TOKEN in the name, no secret in it
+    assert got["NCCL_IB_PKEY"] == "0x8001"  # InfiniBand partition key, not a secret
+    assert got["NCCL_API_TOKEN"] == "<redacted>"
+    assert got["FLAGS_db_password"] == "<redacted>"
+    # not performance-relevant (TF_ is Terraform's too: only TensorFlow's names are kept)
+    for name in ("TF_SECRET_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "PATH", "HOME"):
         assert name not in got
-    assert got["DLPERF_CACHE_URL"] == "https://user:<redacted>@cache.example.com/x"
+    assert got["TORCHINDUCTOR_REDIS_URL"] == "redis://user:<redacted>@cache.example.com:6379/0"
     # no secret value survives anywhere
     assert "s3cr3t" not in json.dumps(got)
     assert list(got) == sorted(got)
@@ -42,10 +49,12 @@ def test_captured_env_vars_keeps_perf_vars_and_redacts_secrets():
 
 def test_captured_env_vars_defaults_to_os_environ(monkeypatch):
     monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    monkeypatch.setenv("HOROVOD_PASSWORD", "hunter2")
     monkeypatch.setenv("DLPERF_PASSWORD", "hunter2")
     got = system.captured_env_vars()
     assert got["MKL_NUM_THREADS"] == "3"
-    assert got["DLPERF_PASSWORD"] == "<redacted>"
+    assert got["HOROVOD_PASSWORD"] == "<redacted>"
+    assert "DLPERF_PASSWORD" not in got  # dlperf's own names only: DLPERF_HOME, ...
 
 
 @pytest.mark.parametrize(

@@ -9,22 +9,36 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import Adapter, Command, mode_args
+from dlperf.adapter import Adapter, Command, WorkloadOption, integer, mode_args, number
 from dlperf.envs import EnvSpec
 from dlperf.schema import BenchmarkSpec
 
 SCRIPT = Path(__file__).with_name("pace.py")
 
 OPTIONS = {
-    "step_ms": "step period in milliseconds (default 20): true throughput = batch * 1000 / step_ms",
-    "crash_at_step": "exit with status 3 when step K starts",
-    "hang_at_step": "stop making progress (no output, no events) when step K starts",
-    "exit_at_step": "exit cleanly (status 0) when step K starts, before the window is complete",
-    "garbage_every": "write a malformed line among the events after every K-th step",
-    "flops_per_sample": "model FLOPs per sample to report (exercises the MFU path)",
-    "clock_scale": "scale the step marks' times by F, as a workload timing the wrong thing would",
-    "fault_rank": "with --nodes/--devices-per-node: only rank R crashes, hangs or exits as asked",
-    "slow_rank": "with --nodes/--devices-per-node: rank R's steps take twice as long",
+    "step_ms": number(
+        "step period in milliseconds (default 20): true throughput = batch * 1000 / step_ms",
+        gt=0,
+        le=3_600_000,
+    ),
+    "crash_at_step": integer("exit with status 3 when step K starts"),
+    "hang_at_step": integer("stop making progress (no output, no events) when step K starts"),
+    "exit_at_step": integer(
+        "exit cleanly (status 0) when step K starts, before the window is complete"
+    ),
+    "garbage_every": integer("write a malformed line among the events after every K-th step"),
+    "flops_per_sample": number("model FLOPs per sample to report (exercises the MFU path)", ge=0),
+    "clock_scale": number(
+        "scale the step marks' times by F, as a workload timing the wrong thing would "
+        "(0: a clock that never moves)",
+        ge=0,
+    ),
+    "fault_rank": integer(
+        "with --nodes/--devices-per-node: only rank R crashes, hangs or exits as asked", ge=0
+    ),
+    "slow_rank": integer(
+        "with --nodes/--devices-per-node: rank R's steps take twice as long", ge=0
+    ),
 }
 
 
@@ -33,7 +47,7 @@ class CalibrationAdapter(Adapter):
     description = "paced test double with a known true throughput (stdlib only)"
     models = ("pace",)
 
-    def option_keys(self, model: str) -> dict[str, str]:
+    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
         return OPTIONS
 
     def env_spec(self, device: str) -> EnvSpec | None:

@@ -5,31 +5,65 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import Command, WorkloadScriptAdapter
+from dlperf.adapter import (
+    SEED_MAX,
+    THREADS_MAX,
+    Command,
+    WorkloadOption,
+    WorkloadScriptAdapter,
+    choice,
+    flag,
+    integer,
+)
 from dlperf.schema import BenchmarkSpec
 
 LAYOUT_KEYS = ("conv_layout", "batchnorm_layout", "pooling_layout")
 OPTIONS = {
-    "threads": "OMP_NUM_THREADS for MXNet's CPU operators (default: MXNet's choice)",
-    "seed": "seed for the synthetic data and weights (default 0)",
-    "optimizer_aggregation": "weights per multi-tensor optimizer update "
-    "(MXNET_OPTIMIZER_AGGREGATION_SIZE; SGD takes up to 60, AdamW up to 50; MXNet's default: "
-    "SGD 4, dlperf's AdamW one weight per update)",
-    "cuda_graphs": "1: MXNET_ENABLE_CUDA_GRAPHS, the hybridized graph's op segments replayed as "
-    "CUDA graphs (CUDA, needs --xla)",
-    "forward_bulk_size": "ops per engine bulk in the hybridized forward (hybridize's "
-    "forward_bulk_size; MXNet's default 15; training with --xla)",
-    "backward_bulk_size": "ops per engine bulk in the hybridized backward (hybridize's "
-    "backward_bulk_size; MXNet's default 15; training with --xla)",
+    "threads": integer(
+        "OMP_NUM_THREADS for MXNet's CPU operators (default: MXNet's choice)", le=THREADS_MAX
+    ),
+    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "optimizer_aggregation": integer(
+        "weights per multi-tensor optimizer update (MXNET_OPTIMIZER_AGGREGATION_SIZE; SGD "
+        "takes up to 60, AdamW up to 50; MXNet's default: SGD 4, dlperf's AdamW one weight "
+        "per update)",
+        le=60,
+    ),
+    "cuda_graphs": flag(
+        "1: MXNET_ENABLE_CUDA_GRAPHS, the hybridized graph's op segments replayed as CUDA "
+        "graphs (CUDA, needs --xla)"
+    ),
+    "forward_bulk_size": integer(
+        "ops per engine bulk in the hybridized forward (hybridize's forward_bulk_size; MXNet's "
+        "default 15; training with --xla)"
+    ),
+    "backward_bulk_size": integer(
+        "ops per engine bulk in the hybridized backward (hybridize's backward_bulk_size; "
+        "MXNet's default 15; training with --xla)"
+    ),
 }
 RESNET_OPTIONS = {
-    "conv_layout": "NCHW or NHWC: the convolutions' layout (and the images'); NHWC needs cuDNN",
-    "batchnorm_layout": "NCHW or NHWC: the BatchNorms' layout (axis 1 or 3); a transpose goes "
-    "wherever two neighbouring ops' layouts differ",
-    "pooling_layout": "NCHW or NHWC: the max and global-average pooling layout",
-    "cudnn_autotune": "MXNET_CUDNN_AUTOTUNE_DEFAULT: 0 cuDNN's heuristics, 1 time the conv "
-    "algorithms within the workspace limit (MXNet's default), 2 the fastest at any workspace "
-    "(CUDA)",
+    "conv_layout": choice(
+        "NCHW or NHWC: the convolutions' layout (and the images'); NHWC needs cuDNN",
+        "NCHW",
+        "NHWC",
+    ),
+    "batchnorm_layout": choice(
+        "NCHW or NHWC: the BatchNorms' layout (axis 1 or 3); a transpose goes wherever two "
+        "neighbouring ops' layouts differ",
+        "NCHW",
+        "NHWC",
+    ),
+    "pooling_layout": choice(
+        "NCHW or NHWC: the max and global-average pooling layout", "NCHW", "NHWC"
+    ),
+    "cudnn_autotune": choice(
+        "MXNET_CUDNN_AUTOTUNE_DEFAULT: 0 cuDNN's heuristics, 1 time the conv algorithms within "
+        "the workspace limit (MXNet's default), 2 the fastest at any workspace (CUDA)",
+        "0",
+        "1",
+        "2",
+    ),
 }
 
 
@@ -58,7 +92,7 @@ class MXNetAdapter(WorkloadScriptAdapter):
         "mx.context.num_gpus() is 0')\n"
     )
 
-    def option_keys(self, model: str) -> dict[str, str]:
+    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
         return {**OPTIONS, **RESNET_OPTIONS} if model == "resnet50" else dict(OPTIONS)
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:

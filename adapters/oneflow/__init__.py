@@ -11,7 +11,16 @@ import ipaddress
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import Command, WorkloadScriptAdapter
+from dlperf.adapter import (
+    SEED_MAX,
+    THREADS_MAX,
+    Command,
+    WorkloadOption,
+    WorkloadScriptAdapter,
+    choice,
+    flag,
+    integer,
+)
 from dlperf.schema import BenchmarkSpec
 
 
@@ -45,36 +54,54 @@ class OneFlowAdapter(WorkloadScriptAdapter):
         "oneflow.cuda.is_available() is False')\n"
     )
 
-    def option_keys(self, model: str) -> dict[str, str]:
+    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
         keys = {
-            "threads": "CPU intra-op threads (OMP_NUM_THREADS / ONEFLOW_NUM_THREADS-style; "
-            "default: OneFlow's own choice)",
-            "seed": "seed for the synthetic data and weights (default 0)",
+            "threads": integer(
+                "CPU intra-op threads (OMP_NUM_THREADS / ONEFLOW_NUM_THREADS-style; default: "
+                "OneFlow's own choice)",
+                le=THREADS_MAX,
+            ),
+            "seed": integer(
+                "seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX
+            ),
         }
         if model == "resnet50":
             keys.update(
-                channels_last="1: NHWC model and images (ONEFLOW_ENABLE_NHWC=1; turned off where "
-                "OneFlow's NHWC kernels give other numbers than NCHW, as on a CPU)",
-                fuse_bn_relu="1: nn.FusedBatchNorm2d, one kernel for BatchNorm + ReLU",
-                fuse_bn_add_relu="1: nn.FusedBatchNorm2d, one kernel for BatchNorm + shortcut "
-                "add + ReLU",
-                cudnn_conv_algo="search: cuDNN tries the conv algorithms once (OneFlow's dry "
-                "run); heuristic: OneFlow's default (CUDA)",
+                channels_last=flag(
+                    "1: NHWC model and images (ONEFLOW_ENABLE_NHWC=1; turned off where "
+                    "OneFlow's NHWC kernels give other numbers than NCHW, as on a CPU)"
+                ),
+                fuse_bn_relu=flag("1: nn.FusedBatchNorm2d, one kernel for BatchNorm + ReLU"),
+                fuse_bn_add_relu=flag(
+                    "1: nn.FusedBatchNorm2d, one kernel for BatchNorm + shortcut add + ReLU"
+                ),
+                cudnn_conv_algo=choice(
+                    "search: cuDNN tries the conv algorithms once (OneFlow's dry run); "
+                    "heuristic: OneFlow's default (CUDA)",
+                    "heuristic",
+                    "search",
+                ),
             )
         if model == "bert":
             keys.update(
-                bias_gelu_fusion="1: flow._C.fused_bias_add_gelu in the feed-forward (LiBai)",
-                bias_dropout_fusion="1: flow._C.fused_bias_add_dropout after the output "
-                "projections (LiBai)",
-                scale_mask_softmax_fusion="1: flow._C.fused_scale_mask_softmax_dropout for "
-                "the attention probabilities (LiBai)",
+                bias_gelu_fusion=flag("1: flow._C.fused_bias_add_gelu in the feed-forward (LiBai)"),
+                bias_dropout_fusion=flag(
+                    "1: flow._C.fused_bias_add_dropout after the output projections (LiBai)"
+                ),
+                scale_mask_softmax_fusion=flag(
+                    "1: flow._C.fused_scale_mask_softmax_dropout for the attention "
+                    "probabilities (LiBai)"
+                ),
             )
         keys.update(
-            fuse_add_to_output="1: nn.Graph config.allow_fuse_add_to_output (with --xla)",
-            fuse_model_update_ops="1: nn.Graph config.allow_fuse_model_update_ops (with --xla, "
-            "training)",
-            fuse_cast_scale="1: nn.Graph config.allow_fuse_cast_scale (with --xla, training; "
-            "acts on AMP's casts)",
+            fuse_add_to_output=flag("1: nn.Graph config.allow_fuse_add_to_output (with --xla)"),
+            fuse_model_update_ops=flag(
+                "1: nn.Graph config.allow_fuse_model_update_ops (with --xla, training)"
+            ),
+            fuse_cast_scale=flag(
+                "1: nn.Graph config.allow_fuse_cast_scale (with --xla, training; acts on AMP's "
+                "casts)"
+            ),
         )
         return keys
 

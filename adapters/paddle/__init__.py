@@ -6,28 +6,55 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import Command, WorkloadScriptAdapter
+from dlperf.adapter import (
+    SEED_MAX,
+    THREADS_MAX,
+    Command,
+    WorkloadOption,
+    WorkloadScriptAdapter,
+    choice,
+    flag,
+    integer,
+)
 from dlperf.schema import BenchmarkSpec
 
 # paddlepaddle-gpu wheels live on Paddle's own index (CUDA 12.6 build); PyPI has the CPU wheel.
 CUDA_INDEX = "https://www.paddlepaddle.org.cn/packages/stable/cu126/"
 
 OPTIONS = {
-    "threads": "CPU math threads (OMP/MKL) in the workload (default: Paddle's own choice)",
-    "seed": "seed for the synthetic data and weights (default 0)",
-    "amp_level": "with --precision amp: O1 (white-listed ops in fp16) or O2 (fp16 weights and "
-    "activations, fp32 master weights in the optimizer)",
+    "threads": integer(
+        "CPU math threads (OMP/MKL) in the workload (default: Paddle's own choice)",
+        le=THREADS_MAX,
+    ),
+    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "amp_level": choice(
+        "with --precision amp: O1 (white-listed ops in fp16) or O2 (fp16 weights and "
+        "activations, fp32 master weights in the optimizer)",
+        "O1",
+        "O2",
+    ),
 }
 # Best-practice keys that only ResNet50 takes (convolutions, batch norm, Momentum).
 RESNET_OPTIONS = {
-    "data_format": "NCHW or NHWC: the layout of the images and every conv/BN/pool layer",
-    "multi_tensor": "1: Momentum(use_multi_tensor=True), one merged update for all parameters",
-    "cudnn_exhaustive_search": "1: FLAGS_cudnn_exhaustive_search, cuDNN benchmarks every conv "
-    "algorithm once and keeps the fastest (CUDA)",
-    "conv_workspace_size_limit": "FLAGS_conv_workspace_size_limit in MB: the scratch memory a "
-    "cuDNN conv algorithm may use (Paddle's default 512; CUDA)",
-    "cudnn_batchnorm_spatial_persistent": "1: FLAGS_cudnn_batchnorm_spatial_persistent, cuDNN's "
-    "persistent batch-norm kernels (the fast NHWC fp16 path; CUDA)",
+    "data_format": choice(
+        "NCHW or NHWC: the layout of the images and every conv/BN/pool layer", "NCHW", "NHWC"
+    ),
+    "multi_tensor": flag(
+        "1: Momentum(use_multi_tensor=True), one merged update for all parameters"
+    ),
+    "cudnn_exhaustive_search": flag(
+        "1: FLAGS_cudnn_exhaustive_search, cuDNN benchmarks every conv algorithm once and "
+        "keeps the fastest (CUDA)"
+    ),
+    "conv_workspace_size_limit": integer(
+        "FLAGS_conv_workspace_size_limit in MB: the scratch memory a cuDNN conv algorithm may "
+        "use (Paddle's default 512; CUDA)",
+        le=1 << 20,
+    ),
+    "cudnn_batchnorm_spatial_persistent": flag(
+        "1: FLAGS_cudnn_batchnorm_spatial_persistent, cuDNN's persistent batch-norm kernels "
+        "(the fast NHWC fp16 path; CUDA)"
+    ),
 }
 
 
@@ -52,7 +79,7 @@ class PaddleAdapter(WorkloadScriptAdapter):
         "paddle.device.cuda.device_count() is 0')\n"
     )
 
-    def option_keys(self, model: str) -> dict[str, str]:
+    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
         return {**OPTIONS, **RESNET_OPTIONS} if model == "resnet50" else dict(OPTIONS)
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:

@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import Command, WorkloadScriptAdapter
+from dlperf.adapter import (
+    SEED_MAX,
+    THREADS_MAX,
+    Command,
+    WorkloadOption,
+    WorkloadScriptAdapter,
+    flag,
+    integer,
+)
 from dlperf.schema import BenchmarkSpec
 
 CONV_MODELS = ("resnet50", "resnet18", "resnet34", "resnet101", "resnet152")
@@ -35,18 +43,29 @@ class PyTorchAdapter(WorkloadScriptAdapter):
         "usable GPU: torch.cuda.is_available() is False')\n"
     )
 
-    def option_keys(self, model: str) -> dict[str, str]:
+    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
         keys = {
-            "threads": "torch.set_num_threads(N) (default on a CPU: every CPU dlperf may use)",
-            "seed": "seed for the synthetic data and weights (default 0)",
-            "fused_optimizer": "1: the optimizer's fused kernel (fused=True) where the installed "
-            "torch has one, else its foreach form; 0: the for-each-parameter loop",
-            "cudnn_benchmark": "1: cudnn.benchmark picks the fastest conv algorithms (CUDA)",
+            "threads": integer(
+                "torch.set_num_threads(N) (default on a CPU: every CPU dlperf may use)",
+                le=THREADS_MAX,
+            ),
+            "seed": integer(
+                "seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX
+            ),
+            "fused_optimizer": flag(
+                "1: the optimizer's fused kernel (fused=True) where the installed torch has "
+                "one, else its foreach form; 0: the for-each-parameter loop"
+            ),
+            "cudnn_benchmark": flag("1: cudnn.benchmark picks the fastest conv algorithms (CUDA)"),
         }
         if model in CONV_MODELS:
-            keys["channels_last"] = "1: model and images in channels_last (NHWC) memory format"
+            keys["channels_last"] = flag(
+                "1: model and images in channels_last (NHWC) memory format"
+            )
         if model in SDPA_MODELS:
-            keys["sdpa"] = "1: F.scaled_dot_product_attention (flash/efficient kernels); 0: math"
+            keys["sdpa"] = flag(
+                "1: F.scaled_dot_product_attention (flash/efficient kernels); 0: math"
+            )
         return keys
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:

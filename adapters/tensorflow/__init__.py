@@ -6,7 +6,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dlperf import DlperfError
-from dlperf.adapter import Command, WorkloadScriptAdapter
+from dlperf.adapter import (
+    SEED_MAX,
+    THREADS_MAX,
+    Command,
+    WorkloadOption,
+    WorkloadScriptAdapter,
+    choice,
+    integer,
+)
 from dlperf.launch import tf_config
 from dlperf.schema import BenchmarkSpec
 
@@ -30,15 +38,28 @@ class TensorFlowAdapter(WorkloadScriptAdapter):
         'sees no GPU: tf.config.list_physical_devices("GPU") is empty\')\n'
     )
 
-    def option_keys(self, model: str) -> dict[str, str]:
+    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
         keys = {
-            "threads": "intra-op threads (default: TensorFlow's own choice)",
-            "seed": "seed for the synthetic data and weights (default 0)",
-            "gpu_thread_mode": "TF_GPU_THREAD_MODE: global (TensorFlow's default), gpu_private "
-            "(each GPU launches its kernels from 2 threads of its own) or gpu_shared",
+            "threads": integer(
+                "intra-op threads (default: TensorFlow's own choice)", le=THREADS_MAX
+            ),
+            "seed": integer(
+                "seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX
+            ),
+            "gpu_thread_mode": choice(
+                "TF_GPU_THREAD_MODE: global (TensorFlow's default), gpu_private (each GPU "
+                "launches its kernels from 2 threads of its own) or gpu_shared",
+                "global",
+                "gpu_private",
+                "gpu_shared",
+            ),
         }
         if model in CONV_MODELS:
-            keys["data_format"] = "channels_last (NHWC) or channels_first (NCHW) images and convs"
+            keys["data_format"] = choice(
+                "channels_last (NHWC) or channels_first (NCHW) images and convs",
+                "channels_last",
+                "channels_first",
+            )
         return keys
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from dlperf.files import atomic_write, check_writable, replaced
 from dlperf.models import MODELS
-from dlperf.report._data import configs, frameworks, select
+from dlperf.report._data import configs, frameworks, scaling_series, select
 from dlperf.report.chart import render_chart, render_scaling_chart
 from dlperf.report.markdown import GENERATED, render_model_report
 from dlperf.schema import Result, ResultStatus
@@ -21,25 +22,31 @@ def write_reports(
     results_dir: Path, reports_dir: Path, loaded: list[Result] | None = None
 ) -> list[Path]:
     """Regenerate every model's report and chart plus the index; returns the written paths.
-    `loaded`: the results of `results_dir` when the caller has read them already."""
+    `loaded`: the results of `results_dir` when the caller has read them already.
+
+    Each page is written whole or not at all (a full disk leaves the previous page, never half
+    of a new one, and a StorageError naming the file)."""
     results = latest_per_config(load_results(results_dir) if loaded is None else loaded)
     models = sorted({r.spec.model for r in results})
-    reports_dir.mkdir(parents=True, exist_ok=True)
+    check_writable(reports_dir, "the reports folder")
     written: list[Path] = []
     for model in models:
         stem = file_stem(model)
         md = reports_dir / f"{stem}.md"
-        md.write_text(render_model_report(results, model))
+        atomic_write(md, render_model_report(results, model))
         png = reports_dir / f"{stem}.png"
-        render_chart(results, model, png)
+        with replaced(png) as tmp:
+            render_chart(results, model, tmp)
         written += [md, png]
         scaling = reports_dir / f"{stem}-scaling.png"
-        if render_scaling_chart(results, model, scaling):
+        if scaling_series(results, model):
+            with replaced(scaling) as tmp:
+                render_scaling_chart(results, model, tmp)
             written.append(scaling)
         else:
             scaling.unlink(missing_ok=True)
     index = reports_dir / "README.md"
-    index.write_text(render_index(results))
+    atomic_write(index, render_index(results))
     written.append(index)
     return written
 

@@ -1,0 +1,527 @@
+"""Nonsense at every door of the command line: refused with exit 1 and a message naming the
+valid choices, before anything runs or is written (issue 11, point 8).
+
+Each case runs the real CLI entry point (`dlperf.cli.main`, argv and all) in this process, in
+an empty folder with its own DLPERF_HOME, and checks: exit code 1, the expected words, and
+that no file or folder appeared (no results folder, no result, no env, no report).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from dlperf.cli import main
+from dlperf.runner import build_result
+from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus, Window
+from dlperf.store import write_result
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+
+CAL = ["run", "calibration", "pace", "--preset", "smoke"]
+TORCH = ["run", "pytorch", "resnet50", "--preset", "smoke", "--dry-run"]
+INFER = [*CAL, "--mode", "infer", "--scenario", "offline"]
+LONG = "1" * 300
+SWEEP = '[sweep]\npreset = "smoke"\nframeworks = ["calibration"]\nmodels = ["pace"]\n'
+A_FILE = {"afile": "not a folder"}
+A_DIR = {"adir/x": "a folder"}
+STORED = {"stored": None}  # a results folder holding one ok result (made by the fixture)
+
+
+def sweep(extra: str = "", base: str = SWEEP) -> dict[str, str | None]:
+    return {"m.toml": base + extra}
+
+
+def bad(name: str, args: list[str], message: str, files: dict | None = None):
+    return pytest.param(args, files or {}, message, id=name)
+
+
+RUN = [
+    # names: framework, model, preset, device, impl, mode, scenario, launcher
+    bad("unknown framework", ["run", "caffe", "resnet50"], "known frameworks: calibration, "),
+    bad("empty framework", ["run", "", "pace"], "known frameworks: calibration, "),
+    bad("unknown model", ["run", "calibration", "nosuch"], "its models: pace"),
+    bad("unknown preset", [*CAL, "--preset", "fast"], "'fast' is not one of 'dlperf', 'smoke'"),
+    bad("empty preset", [*CAL, "--preset", ""], "is not one of 'dlperf', 'smoke'"),
+    bad("unknown device", [*CAL, "--device", "tpu"], "'tpu' is not one of 'cpu', 'cuda'"),
+    bad("unknown impl", [*CAL, "--impl", "nosuch"], "is not one of 'ootb', 'official', 'micro'"),
+    bad("official calibration", [*CAL, "--impl", "official"], "no official implementation"),
+    bad("micro resnet", [*TORCH, "--impl", "micro"], "--impl micro runs microbenchmarks"),
+    bad("ootb micro model", ["run", "pytorch", "linear", "--impl", "ootb"], "--impl micro only"),
+    bad("source without official", [*TORCH, "--source", "x"], "add --impl official"),
+    bad("unknown source", [*TORCH, "--impl", "official", "--source", "nosuch"], "known: "),
+    bad("unknown mode", [*CAL, "--mode", "predict"], "is not one of 'train', 'infer'"),
+    bad("unknown scenario", [*CAL, "--mode", "infer", "--scenario", "x"], "'offline', 'server'"),
+    bad("unknown launcher", [*CAL, "--launcher", "pbs"], "'local', 'ssh', 'slurm', 'mpirun'"),
+    bad("unknown flag", [*CAL, "--no-such-flag"], "No such option"),
+    bad("missing model", ["run", "calibration"], "Missing argument"),
+    # numbers: types, ranges, non-finite, huge
+    bad("batch 0", [*CAL, "--batch-size", "0"], "batch_size: Input should be greater than or"),
+    bad("batch -1", [*CAL, "--batch-size", "-1"], "batch_size: Input should be greater than or"),
+    bad("batch abc", [*CAL, "--batch-size", "abc"], "Invalid value for '--batch-size'"),
+    bad("batch huge", [*CAL, "--batch-size", "9" * 20], "less than or equal to 2147483647"),
+    bad("image size 0", [*TORCH, "--image-size", "0"], "image_size: Input should be greater"),
+    bad("seq len -1", ["run", "pytorch", "bert", "--seq-len", "-1"], "seq_len: Input should"),
+    bad("image size for bert", ["run", "pytorch", "bert", "--image-size", "64"],
+        "bert has no image size: --image-size applies to resnet101"),
+    bad("seq len for resnet", [*TORCH, "--seq-len", "64"], "resnet50 has no sequence length"),
+    bad("image size for pace", [*CAL, "--image-size", "64"], "pace has no image size"),
+    bad("skip -1", [*CAL, "--skip", "-1"], "skip: Input should be greater than or equal to 0"),
+    bad("measure 0", [*CAL, "--measure", "0"], "measure: Input should be greater than or"),
+    bad("measure huge", [*CAL, "--measure", "99999999999999"], "less than or equal to 1000000"),
+    bad("repeats 0", [*CAL, "--repeats", "0"], "repeats: Input should be greater than or"),
+    bad("repeats huge", [*CAL, "--repeats", "100000000"], "less than or equal to 1000"),
+    bad("nodes 0", [*CAL, "--nodes", "0"], "nodes: Input should be greater than or equal to 1"),
+    bad("nodes huge", [*CAL, "--nodes", "100000", "--dry-run"], "less than or equal to 65536"),
+    bad("devices per node -1", [*CAL, "--devices-per-node", "-1"], "devices_per_node: Input"),
+    bad("timeout 0", [*CAL, "--timeout", "0"], "timeout_s: Input should be greater than 0"),
+    bad("timeout nan", [*CAL, "--timeout", "nan"], "timeout_s: Input should be a finite number"),
+    bad("timeout inf", [*CAL, "--timeout", "inf"], "timeout_s: Input should be a finite number"),
+    bad("timeout abc", [*CAL, "--timeout", "abc"], "Invalid value for '--timeout'"),
+    bad("no-output timeout -1", [*CAL, "--no-output-timeout", "-1"], "no_output_timeout_s"),
+    # inference and LoadGen settings
+    bad("latency target, training", [*CAL, "--latency-target-ms", "5"], "add --mode infer"),
+    bad("latency target -1", [*CAL, "--mode", "infer", "--latency-target-ms", "-1"],
+        "latency_target_ms: Input should be greater than 0"),
+    bad("latency target nan", [*CAL, "--mode", "infer", "--latency-target-ms", "nan"],
+        "latency_target_ms: Input should be a finite number"),
+    bad("scenario, training", [*CAL, "--scenario", "offline"], "add --mode infer"),
+    bad("target qps -1", [*INFER, "--target-qps", "-1"], "must be finite numbers > 0"),
+    bad("target qps 0", [*INFER, "--target-qps", "0"], "must be finite numbers > 0"),
+    bad("target qps nan", [*INFER, "--target-qps", "nan"], "must be finite numbers > 0"),
+    bad("target qps, no scenario", [*CAL, "--mode", "infer", "--target-qps", "5"],
+        "need --scenario"),
+    bad("min duration -1", [*INFER, "--min-duration-s", "-1"], "must be finite numbers > 0"),
+    bad("max duration < min", [*INFER, "--min-duration-s", "5", "--max-duration-s", "1"],
+        "--min-duration-s 5 > --max-duration-s 1: the minimum must not exceed the maximum"),
+    bad("min query count 0", [*INFER, "--min-query-count", "0"], "must be finite numbers > 0"),
+    bad("max query < min", [*INFER, "--min-query-count", "10", "--max-query-count", "2"],
+        "the minimum must not exceed the maximum"),
+    bad("samples per query 0", [*INFER, "--samples-per-query", "0"], "finite numbers > 0"),
+    # --set: syntax, names, and each workload's declared types and ranges
+    bad("set without =", [*CAL, "--set", "nope"], "--set expects KEY=VALUE"),
+    bad("set empty key", [*CAL, "--set", "=5"], "--set expects KEY=VALUE"),
+    bad("set unknown key", [*CAL, "--set", "nope=1"], "valid keys: clock_scale, crash_at_step"),
+    bad("set typo", [*CAL, "--set", "stepms=5"], "unknown --set key(s) for calibration pace"),
+    bad("set 300-char key", [*CAL, "--set", f"{'k' * 300}=1"], "valid keys: "),
+    bad("set twice", [*CAL, "--set", "step_ms=5", "--set", "step_ms=10"],
+        "--set step_ms is given twice (5, 10); give it once"),
+    bad("step_ms -5", [*CAL, "--set", "step_ms=-5"], "step_ms takes a number > 0 and <="),
+    bad("step_ms 0", [*CAL, "--set", "step_ms=0"], "step_ms takes a number > 0"),
+    bad("step_ms abc", [*CAL, "--set", "step_ms=abc"], "step_ms takes a number > 0"),
+    bad("step_ms nan", [*CAL, "--set", "step_ms=nan"], "step_ms takes a number > 0"),
+    bad("step_ms inf", [*CAL, "--set", "step_ms=inf"], "step_ms takes a number > 0"),
+    bad("step_ms empty", [*CAL, "--set", "step_ms="], "step_ms takes a number > 0"),
+    bad("step_ms 300 chars", [*CAL, "--set", f"step_ms={LONG}"], "step_ms takes a number > 0"),
+    bad("crash_at_step 0", [*CAL, "--set", "crash_at_step=0"], "an integer >= 1"),
+    bad("crash_at_step 1.5", [*CAL, "--set", "crash_at_step=1.5"], "an integer >= 1"),
+    bad("garbage_every 0", [*CAL, "--set", "garbage_every=0"], "an integer >= 1"),
+    bad("clock_scale -1", [*CAL, "--set", "clock_scale=-1"], "clock_scale takes a number >= 0"),
+    bad("flops_per_sample -1", [*CAL, "--set", "flops_per_sample=-1"], "a number >= 0"),
+    bad("fault_rank -1", [*CAL, "--set", "fault_rank=-1"], "fault_rank takes an integer >= 0"),
+    bad("pytorch threads 0", [*TORCH, "--set", "threads=0"], "threads takes an integer >= 1"),
+    bad("pytorch threads two", [*TORCH, "--set", "threads=two"], "threads takes an integer"),
+    bad("pytorch channels_last yes", [*TORCH, "--set", "channels_last=yes"],
+        "channels_last takes one of 0, 1"),
+    bad("pytorch sdpa on resnet", [*TORCH, "--set", "sdpa=1"], "valid keys: channels_last"),
+    bad("pytorch seed -1", [*TORCH, "--set", "seed=-1"], "seed takes an integer >= 0"),
+    bad("tensorflow data_format NHWC",
+        ["run", "tensorflow", "resnet50", "--dry-run", "--set", "data_format=NHWC"],
+        "data_format takes one of channels_last, channels_first"),
+    bad("tensorflow gpu_thread_mode",
+        ["run", "tensorflow", "bert", "--dry-run", "--set", "gpu_thread_mode=x"],
+        "gpu_thread_mode takes one of global, gpu_private, gpu_shared"),
+    bad("paddle amp_level O3", ["run", "paddle", "bert", "--dry-run", "--set", "amp_level=O3"],
+        "amp_level takes one of O1, O2"),
+    bad("paddle data_format nchw",
+        ["run", "paddle", "resnet50", "--dry-run", "--set", "data_format=nchw"],
+        "data_format takes one of NCHW, NHWC"),
+    bad("paddle workspace -1",
+        ["run", "paddle", "resnet50", "--dry-run", "--set", "conv_workspace_size_limit=-1"],
+        "conv_workspace_size_limit takes an integer >= 1"),
+    bad("mxnet cudnn_autotune 3",
+        ["run", "mxnet", "resnet50", "--dry-run", "--set", "cudnn_autotune=3"],
+        "cudnn_autotune takes one of 0, 1, 2"),
+    bad("mxnet optimizer_aggregation 0",
+        ["run", "mxnet", "resnet50", "--dry-run", "--set", "optimizer_aggregation=0"],
+        "optimizer_aggregation takes an integer >= 1 and <= 60"),
+    bad("mxnet conv_layout NWHC",
+        ["run", "mxnet", "resnet50", "--dry-run", "--set", "conv_layout=NWHC"],
+        "conv_layout takes one of NCHW, NHWC"),
+    bad("oneflow cudnn_conv_algo",
+        ["run", "oneflow", "resnet50", "--dry-run", "--set", "cudnn_conv_algo=fast"],
+        "cudnn_conv_algo takes one of heuristic, search"),
+    bad("oneflow fuse_bn_relu 2",
+        ["run", "oneflow", "resnet50", "--dry-run", "--set", "fuse_bn_relu=2"],
+        "fuse_bn_relu takes one of 0, 1"),
+    bad("micro layers 0", ["run", "pytorch", "linear", "--dry-run", "--set", "layers=0"],
+        "layers takes an integer >= 1"),
+    bad("micro bag_size on linear",
+        ["run", "pytorch", "linear", "--dry-run", "--set", "bag_size=3"], "valid keys: in_feat"),
+    bad("micro num_embeddings x",
+        ["run", "pytorch", "embeddingbag", "--dry-run", "--set", "num_embeddings=x"],
+        "num_embeddings takes an integer >= 1"),
+    bad("set on official", [*TORCH, "--impl", "official", "--set", "threads=1"],
+        "an official implementation takes its settings from its manifest"),
+    # paths: empty, missing, a file for a folder and the reverse, unwritable
+    bad("results dir empty", [*CAL, "--results-dir", ""], "an empty path; give a folder"),
+    bad("results dir is a file", [*CAL, "--results-dir", "afile"], "afile is a file; give a",
+        A_FILE),
+    bad("results dir under a file", [*CAL, "--results-dir", "afile/sub"], "cannot be written",
+        A_FILE),
+    bad("results dir unwritable", [*CAL, "--results-dir", "/proc/dlperf-results"],
+        "cannot be written"),
+    bad("sources dir missing", [*TORCH, "--impl", "official", "--sources-dir", "nosuch"],
+        "nosuch does not exist; give an existing folder"),
+    bad("sources dir is a file", [*TORCH, "--impl", "official", "--sources-dir", "afile"],
+        "afile is a file; give a folder", A_FILE),
+    bad("sources dir, ootb", [*CAL, "--sources-dir", "adir"],
+        "--sources-dir applies to --impl official", A_DIR),
+    bad("data dir, ootb", [*CAL, "--data-dir", "adir"], "--data-dir applies to --impl official",
+        A_DIR),
+    bad("data dir, ootb, dry run", [*TORCH, "--data-dir", "adir"], "add --impl official", A_DIR),
+    bad("sbatch is a folder", [*CAL, "--sbatch", "adir"], "adir is a folder; give a file", A_DIR),
+    bad("sbatch empty", [*CAL, "--sbatch", ""], "an empty path; give a file"),
+    bad("python missing", [*CAL, "--python", "/nonexistent/python"], "does not exist"),
+    bad("python is a folder", [*CAL, "--python", "adir"], "adir is a folder; give a file",
+        A_DIR),
+    bad("python not executable", [*CAL, "--python", "afile"], "is not executable", A_FILE),
+    bad("python empty", [*CAL, "--python", ""], "an empty path; give a file"),
+    # hosts and devices
+    bad("hosts, local launcher", [*CAL, "--hosts", "a,b"], "--launcher local runs every node"),
+    bad("hosts not host names",
+        [*CAL, "--nodes", "2", "--launcher", "ssh", "--hosts", "-oProxy=x,b", "--dry-run"],
+        "is not a host name"),
+    bad("hosts only commas", [*CAL, "--nodes", "2", "--launcher", "ssh", "--hosts", ",,"],
+        "needs the nodes' addresses"),
+    bad("hosts fewer than nodes",
+        [*CAL, "--nodes", "3", "--launcher", "ssh", "--hosts", "a,b", "--dry-run"],
+        "--nodes 3 but --hosts lists 2"),
+]  # fmt: skip
+
+SWEEPS = [
+    bad("file missing", ["sweep", "nosuch.toml"], "nosuch.toml does not exist"),
+    bad("file is a folder", ["sweep", "adir"], "adir is a folder; give a file", A_DIR),
+    bad("not TOML", ["sweep", "m.toml"], "cannot read the sweep file", {"m.toml": "x ["}),
+    bad("no [sweep] table", ["sweep", "m.toml"], "needs a [sweep] table",
+        {"m.toml": "[sweeps]\nframeworks = ['calibration']\n"}),
+    bad("top-level key", ["sweep", "m.toml"], "unknown top-level key(s) frameworks",
+        sweep(base="frameworks = ['x']\n" + SWEEP)),
+    bad("top-level table", ["sweep", "m.toml"], "unknown top-level key(s) other",
+        sweep("[other]\nx = 1\n")),
+    bad("unknown key", ["sweep", "m.toml"], "unknown key framework; known: batch_sizes",
+        sweep("framework = ['calibration']\n")),
+    bad("frameworks empty", ["sweep", "m.toml"], "frameworks is an empty list",
+        sweep(base=SWEEP.replace('["calibration"]', "[]"))),
+    bad("models empty", ["sweep", "m.toml"], "models is an empty list",
+        sweep(base=SWEEP.replace('["pace"]', "[]"))),
+    bad("models missing", ["sweep", "m.toml"], "models is missing",
+        sweep(base=SWEEP.replace('models = ["pace"]\n', ""))),
+    bad("unknown model", ["sweep", "m.toml"], "unknown model 'nosuch'; known models: bert",
+        sweep(base=SWEEP.replace('["pace"]', '["nosuch"]'))),
+    bad("nothing to run", ["sweep", "m.toml"], "no configuration to run: calibration has no "
+        "resnet50", sweep(base=SWEEP.replace('["pace"]', '["resnet50"]'))),
+    bad("unknown framework", ["sweep", "m.toml"], "known frameworks: calibration",
+        sweep(base=SWEEP.replace('["calibration"]', '["caffe"]'))),
+    bad("framework a number", ["sweep", "m.toml"], "frameworks = 5: Input should be a valid "
+        "string", sweep(base=SWEEP.replace('["calibration"]', "5"))),
+    bad('xla = "no"', ["sweep", "m.toml"], 'xla = "no": Input should be a valid boolean: write '
+        "true or false, without quotes", sweep('xla = "no"\n')),
+    bad('xla = ["false"]', ["sweep", "m.toml"], "valid boolean", sweep('xla = ["false"]\n')),
+    bad("xla = 1", ["sweep", "m.toml"], "xla = 1: Input should be a valid boolean",
+        sweep("xla = 1\n")),
+    bad("xla = []", ["sweep", "m.toml"], "xla is an empty list", sweep("xla = []\n")),
+    bad("precision fp16", ["sweep", "m.toml"], "Input should be 'fp32' or 'amp'",
+        sweep('precisions = ["fp16"]\n')),
+    bad("precisions empty", ["sweep", "m.toml"], "precisions is an empty list",
+        sweep("precisions = []\n")),
+    bad("batch 0", ["sweep", "m.toml"], "batch_size: Input should be greater than or equal to 1",
+        sweep("batch_sizes = [0]\n")),
+    bad('batch "8"', ["sweep", "m.toml"], "write a whole number, without quotes",
+        sweep('batch_sizes = ["8"]\n')),
+    bad("batch 2.5", ["sweep", "m.toml"], "batch_sizes = 2.5: Input should be a valid integer",
+        sweep("batch_sizes = [2.5]\n")),
+    bad("batch true", ["sweep", "m.toml"], "batch_sizes = true: Input should be a valid integer",
+        sweep("batch_sizes = [true]\n")),
+    bad('node shape "2"', ["sweep", "m.toml"], "must look like 1x1 (nodes x devices)",
+        sweep('node_shapes = ["2"]\n')),
+    bad('node shape "0x1"', ["sweep", "m.toml"], "nodes: Input should be greater than or equal",
+        sweep('node_shapes = ["0x1"]\n')),
+    bad("node shape 11", ["sweep", "m.toml"], "node_shapes = 11: Input should be a valid string",
+        sweep("node_shapes = [11]\n")),
+    bad("repeats 0", ["sweep", "m.toml"], "repeats: Input should be greater than or equal to 1",
+        sweep("repeats = 0\n")),
+    bad('repeats "3"', ["sweep", "m.toml"], 'repeats = "3": Input should be a valid integer',
+        sweep('repeats = "3"\n')),
+    bad("repeats list", ["sweep", "m.toml"], "repeats = [1, 2]: Input should be a valid integer",
+        sweep("repeats = [1, 2]\n")),
+    bad("skip -1", ["sweep", "m.toml"], "skip: Input should be greater than or equal to 0",
+        sweep("skip = -1\n")),
+    bad("measure 2.5", ["sweep", "m.toml"], "measure = 2.5: Input should be a valid integer",
+        sweep("measure = 2.5\n")),
+    bad("device tpu", ["sweep", "m.toml"], "Input should be 'cpu' or 'cuda'",
+        sweep('device = "tpu"\n')),
+    bad("device list", ["sweep", "m.toml"], "Input should be 'cpu' or 'cuda'",
+        sweep('device = ["cpu"]\n')),
+    bad("preset fast", ["sweep", "m.toml"], "Input should be 'dlperf' or 'smoke'",
+        sweep(base=SWEEP.replace('"smoke"', '"fast"'))),
+    bad("timeout -1", ["sweep", "m.toml"], "timeout_s: Input should be greater than 0",
+        sweep("timeout_s = -1\n")),
+    bad("timeout nan", ["sweep", "m.toml"], "timeout_s: Input should be a finite number",
+        sweep("timeout_s = nan\n")),
+    bad('timeout "10"', ["sweep", "m.toml"], 'timeout_s = "10": Input should be a valid number',
+        sweep('timeout_s = "10"\n')),
+    bad("no-output timeout 0", ["sweep", "m.toml"], "no_output_timeout_s: Input should be",
+        sweep("no_output_timeout_s = 0\n")),
+    bad("set not a table", ["sweep", "m.toml"], "write it as a table, such as [sweep.set]",
+        sweep('set = "step_ms=5"\n')),
+    bad("set typo", ["sweep", "m.toml"], "[sweep.set] key(s) stepms are taken by none of the "
+        "sweep's workloads; their keys: clock_scale", sweep('[sweep.set]\nstepms = ["5"]\n')),
+    bad("set step_ms -5", ["sweep", "m.toml"], "step_ms takes a number > 0",
+        sweep('[sweep.set]\nstep_ms = ["-5"]\n')),
+    bad("set step_ms 0", ["sweep", "m.toml"], "step_ms takes a number > 0",
+        sweep("[sweep.set]\nstep_ms = 0\n")),
+    bad("set empty list", ["sweep", "m.toml"], "set.step_ms is an empty list",
+        sweep("[sweep.set]\nstep_ms = []\n")),
+    bad("set table value", ["sweep", "m.toml"], "a workload option is text or a number",
+        sweep("[sweep.set]\nstep_ms = {a = 1}\n")),
+    bad("set boolean", ["sweep", "m.toml"], "a workload option is text or a number",
+        sweep("[sweep.set]\nstep_ms = true\n")),
+    bad("set 300 chars", ["sweep", "m.toml"], "step_ms takes a number > 0",
+        sweep(f'[sweep.set]\nstep_ms = "{LONG}"\n')),
+    bad("python not in frameworks", ["sweep", "m.toml"], "names pytorch, not in the frameworks",
+        sweep(f'[sweep.python]\npytorch = "{sys.executable}"\n')),
+    bad("python a number", ["sweep", "m.toml"], "python.calibration = 3",
+        sweep("[sweep.python]\ncalibration = 3\n")),
+    bad("python missing", ["sweep", "m.toml"], "give the path of an existing Python interpreter",
+        sweep('[sweep.python]\ncalibration = "/nonexistent/python"\n')),
+    bad("same config twice", ["sweep", "m.toml"], "the same configuration twice",
+        sweep('precisions = ["fp32", "fp32"]\n')),
+    bad("results dir empty", ["sweep", "m.toml", "--results-dir", ""], "an empty path",
+        sweep()),
+    bad("results dir is a file", ["sweep", "m.toml", "--results-dir", "afile"],
+        "afile is a file; give a folder", {**sweep(), **A_FILE}),
+]  # fmt: skip
+
+OTHERS = [
+    # report, export, score, compare: choices and paths, with a real result to work on
+    bad("report style", ["report", "--results-dir", "stored", "--style", "x"],
+        "'x' is not one of 'dlperf', 'fambench'", STORED),
+    bad("report results dir missing", ["report", "--results-dir", "nosuch"], "no results in"),
+    bad("report results dir empty", ["report", "--results-dir", ""], "an empty path"),
+    bad("report reports dir empty", ["report", "--results-dir", "stored", "--reports-dir", ""],
+        "an empty path; give a folder", STORED),
+    bad("report reports dir a file",
+        ["report", "--results-dir", "stored", "--reports-dir", "afile"],
+        "afile is a file; give a folder", {**STORED, **A_FILE}),
+    bad("export format", ["export", "--format", "csv", "--results-dir", "stored"],
+        "'csv' is not one of 'superbench'", STORED),
+    bad("export no format", ["export"], "Missing option '--format'"),
+    bad("export results dir missing", ["export", "--format", "superbench", "--results-dir",
+        "nosuch"], "no results with a throughput in nosuch"),
+    bad("export out a folder", ["export", "--format", "superbench", "--results-dir", "stored",
+        "--out", "adir"], "adir is a folder; give a file", {**STORED, **A_DIR}),
+    bad("export out empty", ["export", "--format", "superbench", "--results-dir", "stored",
+        "--out", ""], "an empty path; give a file", STORED),
+    bad("score neither", ["score", "--results-dir", "stored"], "give one of --freeze", STORED),
+    bad("score both", ["score", "--freeze", "r.json", "--reference", "afile"], "give one of",
+        A_FILE),
+    bad("score reference missing", ["score", "--reference", "nosuch.json"], "does not exist"),
+    bad("score reference not JSON", ["score", "--reference", "afile"], "not a reference made "
+        "by `dlperf score --freeze`", A_FILE),
+    bad("score reference a folder", ["score", "--reference", "adir"], "adir is a folder", A_DIR),
+    bad("score freeze a folder", ["score", "--results-dir", "stored", "--freeze", "adir"],
+        "adir is a folder; give a file", {**STORED, **A_DIR}),
+    bad("score freeze empty", ["score", "--freeze", ""], "an empty path; give a file"),
+    bad("score nothing to freeze", ["score", "--freeze", "r.json", "--results-dir", "nosuch"],
+        "no ok results in nosuch to freeze"),
+    bad("compare A missing", ["compare", "nosuch", "stored"], "nosuch does not exist", STORED),
+    bad("compare A not a result", ["compare", "afile", "stored"], "cannot read result",
+        {**STORED, **A_FILE}),
+    bad("compare threshold nan", ["compare", "stored", "stored", "--threshold", "nan"],
+        "must be a fraction in [0, 1)", STORED),
+    bad("compare threshold -0.1", ["compare", "stored", "stored", "--threshold", "-0.1"],
+        "must be a fraction in [0, 1)", STORED),
+    bad("compare threshold 5", ["compare", "stored", "stored", "--threshold", "5"],
+        "such as 0.05 for 5 %", STORED),
+    bad("compare threshold abc", ["compare", "stored", "stored", "--threshold", "abc"],
+        "Invalid value for '--threshold'", STORED),
+    bad("compare out a folder", ["compare", "stored", "stored", "--out", "adir"],
+        "adir is a folder; give a file", {**STORED, **A_DIR}),
+    bad("compare out empty", ["compare", "stored", "stored", "--out", ""], "an empty path",
+        STORED),
+    # parse: sources, models, options that do not apply, values, paths
+    bad("parse unknown source", ["parse", "caffe", "resnet50", "x.log"],
+        "unknown log source 'caffe': give a framework (calibration, ", {"x.log": "x"}),
+    bad("parse no path", ["parse", "pytorch", "resnet50"], "MODEL PATH..."),
+    bad("parse unknown model", ["parse", "pytorch", "nosuch", "x.log"], "its models: resnet50",
+        {"x.log": "x"}),
+    bad("parse path missing", ["parse", "pytorch", "resnet50", "nosuch.log", "--batch-size",
+        "4"], "nosuch.log: no such file or folder"),
+    bad("parse impl", ["parse", "pytorch", "resnet50", "x.log", "--impl", "x"],
+        "is not one of 'ootb', 'official', 'micro'", {"x.log": "x"}),
+    bad("parse batch 0", ["parse", "pytorch", "resnet50", "x.log", "--batch-size", "0"],
+        "batch_size: Input should be greater than or equal to 1", {"x.log": "x"}),
+    bad("parse device", ["parse", "pytorch", "resnet50", "x.log", "--device", "tpu"],
+        "'tpu' is not one of 'cpu', 'cuda'", {"x.log": "x"}),
+    bad("parse skip -1", ["parse", "pytorch", "resnet50", "x.log", "--batch-size", "4",
+        "--device", "cpu", "--skip", "-1"], "skip: Input should be greater than or equal to 0",
+        {"x.log": "x"}),
+    bad("parse --model for a framework", ["parse", "pytorch", "resnet50", "x.log", "--model",
+        "bert"], "--model not used by `dlperf parse pytorch`: it takes --impl", {"x.log": "x"}),
+    bad("parse results dir empty", ["parse", "pytorch", "resnet50", "x.log", "--results-dir",
+        ""], "an empty path", {"x.log": "x"}),
+    bad("parse mlperf no path", ["parse", "mlperf"], "Missing argument"),
+    bad("parse mlperf path missing", ["parse", "mlperf", "nosuch"], "nosuch: no such file"),
+    bad("parse mlperf --nodes", ["parse", "mlperf", "adir", "--nodes", "2"],
+        "--nodes not used by `dlperf parse mlperf`: it takes --framework, --model", A_DIR),
+    bad("parse mlperf device", ["parse", "mlperf", "adir", "--device", "tpu"],
+        "'tpu' is not one of 'cpu', 'cuda'", A_DIR),
+    bad("parse fambench --batch-size", ["parse", "fambench", "adir", "--batch-size", "2"],
+        "--batch-size not used by `dlperf parse fambench`", A_DIR),
+    bad("parse fambench missing", ["parse", "fambench", "nosuch"], "nosuch: no such file"),
+    # check-models, env, sources, the app itself
+    bad("check-models unknown model", ["check-models", "--model", "nosuch"],
+        "unknown model 'nosuch'; known models: bert"),
+    bad("check-models unknown framework", ["check-models", "--framework", "caffe"],
+        "known frameworks: calibration"),
+    bad("check-models calibration", ["check-models", "--framework", "calibration"],
+        "nothing to check: calibration build(s) only test doubles; frameworks to check: mxnet"),
+    bad("check-models micro", ["check-models", "--model", "linear"],
+        "linear has no catalog parameter count"),
+    bad("check-models model the framework lacks",
+        ["check-models", "--framework", "tensorflow", "--model", "gpt2-small"],
+        "tensorflow build(s) none of gpt2-small; the model(s) to check there: bert, resnet50"),
+    bad("env create unknown framework", ["env", "create", "caffe"], "known frameworks"),
+    bad("env create device", ["env", "create", "pytorch", "--device", "tpu"],
+        "'tpu' is not one of 'cpu', 'cuda'"),
+    bad("env remove unknown", ["env", "remove", "nosuch", "--yes"], "no env named 'nosuch'"),
+    bad("env remove empty", ["env", "remove", "", "--yes"], "is not an env name or prefix"),
+    bad("sources fetch unknown", ["sources", "fetch", "nosuch"], "unknown manifest(s) nosuch"),
+    bad("sources fetch dir missing", ["sources", "fetch", "--sources-dir", "nosuch"],
+        "nosuch does not exist; give an existing folder"),
+    bad("sources fetch dir a file", ["sources", "fetch", "--sources-dir", "afile"],
+        "afile is a file; give a folder", A_FILE),
+    bad("sources verify unknown", ["sources", "verify", "nosuch"], "unknown manifest(s)"),
+    bad("unknown command", ["frobnicate"], "No such command 'frobnicate'"),
+    bad("doctor flag value", ["doctor", "--measure-peak=maybe"], "does not take a value"),
+]  # fmt: skip
+
+MLPERF = FIXTURES / "mlperf_real" / "v30-krai-firefly-tflite-resnet50-singlestream"
+FAMBENCH = FIXTURES / "fambench"
+WITH_LOGS = [
+    bad("parse mlperf batch 0", ["parse", "mlperf", str(MLPERF), "--batch-size", "0"],
+        "batch_size: Input should be greater than or equal to 1"),
+    bad("parse mlperf batch huge", ["parse", "mlperf", str(MLPERF), "--batch-size", "9" * 12],
+        "batch_size: Input should be less than or equal to 2147483647"),
+    bad("parse fambench --model", ["parse", "fambench", str(FAMBENCH), "--model", "x"],
+        "--model not used by `dlperf parse fambench`: it takes --framework, --device"),
+]  # fmt: skip
+
+
+def _stored_results(folder: Path) -> None:
+    spec = BenchmarkSpec(framework="calibration", model="pace", batch_size=10, repeats=3)
+    window = Window(start_step=1, end_step=11, samples=100, elapsed_s=0.2)
+    repeats = [
+        Repeat(index=i, status=RepeatStatus.ok, throughput=500.0 + i, window=window)
+        for i in (1, 2, 3)
+    ]
+    write_result(folder, build_result(spec, "stored-result", repeats, None))
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """Run `dlperf ARGS...` through its entry point in `tmp_path`; returns (code, output)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DLPERF_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(signal, "signal", lambda *_: None)  # main() installs handlers
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False, raising=False)
+
+    def invoke(*args: str) -> tuple[int, str]:
+        monkeypatch.setattr(sys, "argv", ["dlperf", *args])
+        with pytest.raises(SystemExit) as done:
+            main()
+        out = capsys.readouterr()
+        text = " ".join((out.out + out.err).replace("│", " ").split())
+        return done.value.code, text
+
+    return invoke
+
+
+@pytest.mark.parametrize("args, files, message", [*RUN, *SWEEPS, *OTHERS])
+def test_nonsense_is_refused_before_anything_runs_or_is_written(
+    cli, tmp_path: Path, args: list[str], files: dict, message: str
+) -> None:
+    for name, text in files.items():
+        path = tmp_path / name
+        if text is None:
+            _stored_results(path)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    before = _tree(tmp_path)
+    code, text = cli(*args)
+    assert code == 1, text
+    assert message in text, text
+    assert "Traceback" not in text
+    assert _tree(tmp_path) == before, "a refused command wrote something"
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="no ../shared/fixtures beside the project")
+@pytest.mark.parametrize("args, files, message", WITH_LOGS)
+def test_nonsense_about_real_logs_is_refused_before_any_result_is_written(
+    cli, tmp_path: Path, args: list[str], files: dict, message: str
+) -> None:
+    code, text = cli(*args)
+    assert code == 1, text
+    assert message in text, text
+    assert not (tmp_path / "results").exists()
+
+
+def test_every_practice_setting_is_a_valid_value_of_its_declared_option() -> None:
+    """The adapters' best-practice values pass their own --set declarations, on every device,
+    precision, compiler and mode (a declaration too strict would refuse a default run)."""
+    import itertools
+
+    from dlperf.adapters import adapter_names, get_adapter
+    from dlperf.runner import resolve_spec
+
+    for name in adapter_names():
+        adapter = get_adapter(name)
+        for model in [*adapter.models, *adapter.micro_models]:
+            for device, precision, xla, mode in itertools.product(
+                ("cpu", "cuda"), ("fp32", "amp"), (False, True), ("train", "infer")
+            ):
+                overrides = {"device": device, "precision": precision, "xla": xla, "mode": mode}
+                resolve_spec(name, model, preset="smoke", overrides=overrides)
+
+
+def test_a_refused_run_with_an_unusable_interpreter_leaves_no_results_folder(cli, tmp_path):
+    """--python that exists and is executable but is no Python is found only by running it,
+    after the results folder was checked: the folders made for the run are removed again."""
+    fake = tmp_path / "fake-python"
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.chmod(0o755)
+    code, text = cli(*CAL, "--python", str(fake))
+    assert code == 1 and "did not run as a Python interpreter" in text, text
+    assert not (tmp_path / "results").exists()
+
+
+def test_valid_values_still_pass(cli, tmp_path: Path) -> None:
+    """The declarations refuse nonsense, not the values people use."""
+    code, text = cli(*TORCH, "--set", "threads=2", "--set", "channels_last=1", "--set", "seed=0")
+    assert code == 0, text
+    code, text = cli("run", "mxnet", "resnet50", "--dry-run", "--set", "conv_layout=NHWC")
+    assert code == 0, text
+    code, text = cli(*CAL, "--dry-run", "--set", "step_ms=2.5", "--set", "flops_per_sample=0")
+    assert code == 0, text
+    assert not (tmp_path / "results").exists()

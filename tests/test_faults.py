@@ -1,0 +1,244 @@
+"""Faults of the machine, not of the workload: disks that fill or are read-only, and several
+dlperf processes on one results folder at once. Real disks (a small tmpfs mounted for the
+test), real processes, the real CLI."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dlperf.files import StorageError, atomic_write, try_lock
+from dlperf.schema import ResultStatus
+from dlperf.store import load_result, load_results, write_result
+
+pytestmark = pytest.mark.multiprocess
+
+SLOW_RUN = ["run", "calibration", "pace", "--preset", "smoke", "--set", "step_ms=300",
+            "--skip", "1", "--measure", "3", "--repeats", "3"]  # fmt: skip
+
+
+def dlperf(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "dlperf", *args],
+        cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def finished(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=300)
+    return proc.returncode, out, err
+
+
+class Disk:
+    """A 4 MiB tmpfs: a real filesystem that fills up and can be made read-only."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.filler = path / "filler"
+
+    def fill(self) -> None:
+        with open(self.filler, "ab") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+
+    def free(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+    def read_only(self) -> None:
+        subprocess.run(["mount", "-o", "remount,ro", str(self.path)], check=True)
+
+
+@pytest.fixture
+def disk(tmp_path: Path):
+    path = tmp_path / "disk"
+    path.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(path)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.decode().strip()}")
+    yield Disk(path)
+    subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def leftovers(folder: Path) -> list[Path]:
+    """Temporary or empty files under `folder`: what a failed write must not leave."""
+    return [
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and (p.name.endswith(".tmp") or ".tmp." in p.name or p.stat().st_size == 0)
+    ]
+
+
+def wait_for(predicate, what: str, within_s: float = 120.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} never happened"
+        time.sleep(0.05)
+
+
+def workload_running(results: Path, repeat: int) -> bool:
+    return any("\npace: " in p.read_text() for p in results.rglob(f"repeat-{repeat}.log"))
+
+
+# --------------------------------------------------------------------------------------------
+# full and read-only disks
+
+
+@pytest.mark.parametrize("fault", ["read-only", "full"])
+def test_a_results_folder_that_cannot_be_written_is_refused_before_running(tmp_path, disk, fault):
+    disk.read_only() if fault == "read-only" else disk.fill()
+    for command in (SLOW_RUN, ["sweep", str(tmp_path / "s.toml")]):
+        (tmp_path / "s.toml").write_text(SWEEP)
+        code, _, err = finished(
+            dlperf(*command, "--results-dir", str(disk.path / "r"), cwd=tmp_path)
+        )
+        reason = "Read-only file system" if fault == "read-only" else "No space left on device"
+        assert code == 1, err
+        assert reason in err and str(disk.path / "r") in err and "Traceback" not in err
+    assert not (tmp_path / "results").exists()
+    if fault == "full":
+        disk.free()
+        assert not leftovers(disk.path)
+
+
+def test_a_disk_that_fills_during_a_run_keeps_the_repeats_measured_before(tmp_path, disk):
+    results = disk.path / "results"
+    unsaved = tmp_path / "tmp"  # where the result goes when its folder cannot take it
+    unsaved.mkdir()
+    proc = dlperf(
+        *SLOW_RUN, "--results-dir", str(results), cwd=tmp_path, env={"TMPDIR": str(unsaved)}
+    )
+    wait_for(lambda: workload_running(results, 2), "repeat 2")
+    disk.fill()
+    code, _, err = finished(proc)
+    assert code == 2, err
+    assert "No space left on device" in err and "Traceback" not in err
+    (saved,) = unsaved.rglob("*.json")
+    assert str(saved) in err.replace("\n", "")  # said where the measured result went
+    result = load_result(saved)
+    statuses = [r.status for r in result.repeats]
+    assert statuses[0] == "ok" and statuses[-1] == "interrupted", statuses
+    assert result.metrics.throughput is not None and result.metrics.throughput.n >= 1
+    disk.free()
+    assert not leftovers(results), leftovers(results)
+    assert load_results(results) == []  # nothing half-written where results are read
+
+
+SWEEP = """
+[sweep]
+preset = "smoke"
+frameworks = ["calibration"]
+models = ["pace"]
+batch_sizes = [10]
+repeats = 3
+skip = 1
+measure = 3
+[sweep.set]
+step_ms = "300"
+"""
+
+
+def test_a_sweep_stopped_by_a_full_disk_resumes_once_there_is_room(tmp_path, disk):
+    (tmp_path / "s.toml").write_text(SWEEP)
+    results = disk.path / "results"
+    proc = dlperf("sweep", "s.toml", "--results-dir", str(results), cwd=tmp_path)
+    wait_for(lambda: any(results.rglob("repeat-1.json")), "repeat 1 saved")
+    disk.fill()
+    code, _, err = finished(proc)
+    assert code == 2, err
+    assert "No space left on device" in err and "resume" in err and "Traceback" not in err
+    disk.free()
+    assert not leftovers(results)
+    code, out, err = finished(
+        dlperf("sweep", "s.toml", "--results-dir", str(results), cwd=tmp_path)
+    )
+    assert code == 0, err
+    assert "resume" in out + err
+    (result,) = load_results(results)
+    assert [r.index for r in result.repeats] == [1, 2, 3]
+    assert result.status == ResultStatus.ok
+
+
+def test_reports_are_written_whole_or_not_at_all(tmp_path, disk):
+    from test_report import sample_results
+
+    for result in sample_results():
+        write_result(tmp_path / "results", result)
+    reports = disk.path / "reports"
+    code, _, err = finished(dlperf("report", "--reports-dir", str(reports), cwd=tmp_path))
+    assert code == 0, err
+    before = {p.name: p.read_bytes() for p in reports.iterdir()}
+    disk.fill()
+    code, _, err = finished(dlperf("report", "--reports-dir", str(reports), cwd=tmp_path))
+    assert code == 1 and "No space left on device" in err and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} == before  # old pages intact
+    with pytest.raises(StorageError, match="No space left"):
+        atomic_write(reports / "resnet50.md", "x" * (1 << 20))
+    assert (reports / "resnet50.md").read_bytes() == before["resnet50.md"]
+    disk.free()
+    assert not leftovers(reports)
+    disk.read_only()
+    export = ["export", "--format", "superbench", "--out", str(reports / "sb.jsonl")]
+    for args in (["report", "--reports-dir", str(reports)], export):
+        code, _, err = finished(dlperf(*args, cwd=tmp_path))
+        assert code == 1 and "Read-only file system" in err and "Traceback" not in err, err
+
+
+# --------------------------------------------------------------------------------------------
+# several dlperf processes on one results folder
+
+
+def test_four_sweeps_of_one_matrix_at_once_each_store_their_own_results(tmp_path):
+    (tmp_path / "s.toml").write_text(
+        SWEEP.replace("batch_sizes = [10]", "batch_sizes = [10, 20]")
+        .replace("repeats = 3", "repeats = 2")
+        .replace('"300"', '"20"')
+    )
+    procs = [dlperf("sweep", "s.toml", cwd=tmp_path) for _ in range(4)]
+    for proc in procs:
+        code, _, err = finished(proc)
+        assert code == 0, err
+    stored = load_results(tmp_path / "results")
+    assert len(stored) == 8 and len({r.id for r in stored}) == 8
+    for result in stored:
+        assert result.status == ResultStatus.ok
+        raw = tmp_path / "results" / result.spec.config_key() / result.id
+        for index in (1, 2):
+            events = (raw / f"repeat-{index}.events.jsonl").read_text().splitlines()
+            starts = [json.loads(line) for line in events if '"start"' in line]
+            assert len(starts) == 1  # one workload wrote it
+            assert starts[0]["batch_size"] == result.spec.batch_size
+        assert not list(raw.glob("sweep-*")) and not list(raw.glob("*.tmp"))
+
+
+def test_a_live_sweeps_attempt_is_never_resumed_by_another(tmp_path):
+    from dlperf.sweep import LOCK_FILE, STATE_FILE, _resume_state, load_plan
+
+    (tmp_path / "s.toml").write_text(SWEEP)
+    (spec,) = load_plan(tmp_path / "s.toml").specs
+    folder = tmp_path / "results" / spec.config_key()
+    for name, state in (("20260101T000000Z-aaaaaa", "{half"), ("20260101T000001Z-bbbbbb", None)):
+        (folder / name).mkdir(parents=True)
+        text = state or json.dumps({"spec": json.loads(spec.model_dump_json())})
+        (folder / name / STATE_FILE).write_text(text)
+    live = try_lock(folder / "20260101T000001Z-bbbbbb" / LOCK_FILE)  # a sweep running now
+    assert live is not None
+    assert _resume_state(tmp_path / "results", spec) is None  # the half-written one: passed over
+    live.close()  # that sweep died: its attempt may be resumed now
+    attempt = _resume_state(tmp_path / "results", spec)
+    assert attempt is not None and attempt.result_id == "20260101T000001Z-bbbbbb"
+    assert try_lock(folder / attempt.result_id / LOCK_FILE) is None  # and it is ours alone
+    attempt.lock.close()
