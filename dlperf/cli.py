@@ -77,8 +77,8 @@ SourcesDir = Annotated[
     typer.Option(
         parser=_path("folder", exists=True),
         metavar="FOLDER",
-        help="With --impl official: an existing clone of the upstream to take the pinned "
-        "commit from (offline use).",
+        help="An existing clone of the upstream to take the pinned commit from (offline use; "
+        "`run` takes it with --impl official only).",
     ),
 ]
 ResultsDir = Annotated[

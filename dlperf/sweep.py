@@ -165,7 +165,7 @@ def _problem(error: Any) -> str:
     where = ".".join(str(x) for x in loc if not isinstance(x, int))
     kind, msg = error["type"], error["msg"].removeprefix("Value error, ")
     if kind == "extra_forbidden":
-        return f"unknown key {where}; known: {', '.join(sorted(KEYS))}"
+        return f"unknown key(s) {where}; known: {', '.join(sorted(KEYS))}"
     if kind == "missing":
         return f"{where} is missing: a sweep needs at least one framework and one model"
     if kind == "too_short":
@@ -186,7 +186,11 @@ def expand(table: dict[str, Any]) -> SweepPlan:
     try:
         sweep = SweepFile.model_validate(table)
     except ValidationError as exc:
-        raise DlperfError("[sweep] " + "; ".join(_problem(e) for e in exc.errors())) from None
+        errors = exc.errors()
+        extra = [str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden"]
+        if extra:  # typos first, all in one line
+            errors = [{"type": "extra_forbidden", "loc": (", ".join(extra),), "msg": ""}]
+        raise DlperfError("[sweep] " + "; ".join(_problem(e) for e in errors)) from None
     adapters = {fw: get_adapter(fw) for fw in sweep.frameworks}  # unknown: names the known
     for model in sweep.models:
         get_model(model)  # unknown: names the known

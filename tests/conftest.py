@@ -21,16 +21,17 @@ def fixtures() -> Path:
     return found
 
 
-def throughput_from_marks(repeat) -> tuple[float, list[float]]:
+def throughput_from_marks(repeat, cwd: Path | None = None) -> tuple[float, list[float]]:
     """What a repeat's throughput must be, from the workload's own step marks (its events
     files): each rank's window (repeat.window's steps) and the job's (all ranks' samples over
-    the slowest rank's elapsed). Returns (throughput, each rank's elapsed seconds).
+    the slowest rank's elapsed). Returns (throughput, each rank's elapsed seconds). `cwd`: the
+    folder a relative log path (a CLI run's) is relative to.
 
     Tests check dlperf's arithmetic against this, never against the nominal pace: on a busy
     machine a paced workload is late and catches up, so only its marks say what it did."""
     import json
 
-    raw = Path(repeat.log_path).parent
+    raw = (cwd or Path.cwd()) / Path(repeat.log_path).parent
     ranked = sorted(raw.glob(f"repeat-{repeat.index}.events.rank*.jsonl"))
     paths = ranked or [raw / f"repeat-{repeat.index}.events.jsonl"]
     paths.sort(key=lambda p: int(p.name.split("rank")[-1].split(".")[0]) if ranked else 0)

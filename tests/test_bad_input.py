@@ -213,7 +213,7 @@ SWEEPS = [
         sweep(base="frameworks = ['x']\n" + SWEEP)),
     bad("top-level table", ["sweep", "m.toml"], "unknown top-level key(s) other",
         sweep("[other]\nx = 1\n")),
-    bad("unknown key", ["sweep", "m.toml"], "unknown key framework; known: batch_sizes",
+    bad("unknown key", ["sweep", "m.toml"], "unknown key(s) framework; known: batch_sizes",
         sweep("framework = ['calibration']\n")),
     bad("frameworks empty", ["sweep", "m.toml"], "frameworks is an empty list",
         sweep(base=SWEEP.replace('["calibration"]', "[]"))),

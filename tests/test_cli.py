@@ -27,7 +27,9 @@ def test_run_json_prints_the_stored_result_and_report_renders_it(tmp_path):
 
     from dlperf.schema import Repeat
 
-    marks = [throughput_from_marks(Repeat.model_validate(r))[0] for r in result["repeats"]]
+    marks = [
+        throughput_from_marks(Repeat.model_validate(r), tmp_path)[0] for r in result["repeats"]
+    ]
     assert result["metrics"]["throughput"]["values"] == pytest.approx(marks, rel=1e-9)
     assert list((tmp_path / "results").rglob("*.json"))
     rep = dlperf("report", cwd=tmp_path)
@@ -56,7 +58,7 @@ def test_a_failed_benchmark_exits_2_and_is_stored(tmp_path):
         (["run", "calibration", "pace", "--set", "nope=1"], "valid keys"),
         (["run", "calibration", "pace", "--set", "nope"], "KEY=VALUE"),
         (["run", "calibration", "pace", "--no-such-flag"], "No such option"),
-        (["run", "pytorch", "resnet50", "--device", "tpu"], "choose one of: cpu, cuda"),
+        (["run", "pytorch", "resnet50", "--device", "tpu"], "is not one of 'cpu', 'cuda'"),
     ],
 )
 def test_bad_input_is_refused_with_exit_1_before_anything_runs(tmp_path, args, message):
@@ -209,7 +211,7 @@ def test_text_from_paths_workloads_and_hosts_is_printed_as_text(tmp_path):
                  "--hosts", "gpu0,-oProxyCommand=touch_x", "--dry-run", cwd=tmp_path)  # fmt: skip
     assert bad.returncode == 1 and "is not a host name" in bad.stderr
     missing = dlperf("run", "calibration", "pace", "--python", "/no/[/such]", cwd=tmp_path)
-    assert missing.returncode == 1 and "/no/[/such]: no such file" in missing.stderr
+    assert missing.returncode == 1 and "/no/[/such] does not exist" in missing.stderr
 
 
 @pytest.mark.parametrize(
@@ -221,7 +223,7 @@ def test_text_from_paths_workloads_and_hosts_is_printed_as_text(tmp_path):
           "--target-qps", "nan"], "must be finite numbers > 0"),
         (["run", "pytorch", "resnet50", "--mode", "infer", "--scenario", "offline",
           "--target-qps", "-1"], "must be finite numbers > 0"),
-        (["compare", "a", "b", "--threshold", "nan"], "must be a fraction in [0, 1)"),
+        (["compare", ".", ".", "--threshold", "nan"], "must be a fraction in [0, 1)"),
     ],
 )  # fmt: skip
 def test_non_finite_and_out_of_range_numbers_are_refused(tmp_path, args, message):

@@ -5,6 +5,7 @@ The other frameworks' settings are tested in test_practice_<framework>.py.
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,13 +73,13 @@ def test_a_sweep_ablates_a_practice_setting_and_takes_an_interpreter_per_framewo
             "models": ["resnet50"],
             "device": "cuda",
             "set": {"channels_last": ["0", "1"]},
-            "python": {"pytorch": "/opt/conda/bin/python"},
+            "python": {"pytorch": sys.executable},  # an interpreter that exists
         }
     )
     assert sorted(s.practice["channels_last"] for s in plan.specs) == ["0", "1"]
-    assert plan.pythons == {"pytorch": Path("/opt/conda/bin/python")}
+    assert plan.pythons == {"pytorch": Path(sys.executable)}
     with pytest.raises(DlperfError, match="not in the frameworks"):
-        expand({"frameworks": ["pytorch"], "models": ["bert"], "python": {"mxnet": "/x"}})
+        expand({"frameworks": ["pytorch"], "models": ["bert"], "python": {"mxnet": sys.executable}})
 
 
 def _first_losses(tmp_path: Path, name: str, *args: str) -> tuple[list[float], dict]:

@@ -66,7 +66,7 @@ def test_every_oneflow_practice_key_is_a_documented_set_key_and_reaches_the_work
             argv = ONEFLOW.command(spec, "python").argv
             for key, value in spec.practice.items():
                 assert argv[argv.index(f"--{key.replace('_', '-')}") + 1] == value
-        assert all(help_ and "\n" not in help_ for help_ in keys.values())
+        assert all(o.help and "\n" not in o.help for o in keys.values())
     ablated = resolve_spec(
         "oneflow", "resnet50", preset="smoke",
         overrides={"device": "cuda", "options": {"fuse_bn_relu": "0"}},
