@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.envs import EnvSpec
-from dlperf.events import ParsedRun, parse_events
+from dlperf.events import ParsedRun, parse_events, parse_events_file
 from dlperf.launch import NodeCommand
 from dlperf.schema import BenchmarkSpec, SourceInfo
 from dlperf.system import cpu_budget
@@ -156,6 +156,17 @@ class Adapter(ABC):
     def parse(self, spec: BenchmarkSpec, log_text: str, events_text: str) -> ParsedRun:
         """Step marks of one repeat. Built-in workloads write events; official ones override."""
         return parse_events(events_text)
+
+    def parse_files(
+        self, spec: BenchmarkSpec, log_path: Path, events_path: Path | None = None
+    ) -> ParsedRun:
+        """`parse` of the files themselves (a missing one reads as empty), streaming where the
+        adapter can, so that memory does not grow with their size."""
+        if type(self).parse is not Adapter.parse:  # the adapter reads the texts its own way
+            return self.parse(spec, _read(log_path), _read(events_path) if events_path else "")
+        return (
+            parse_events_file(events_path) if events_path and events_path.exists() else ParsedRun()
+        )
 
     def node_command(
         self,
@@ -324,3 +335,7 @@ def mode_args(spec: BenchmarkSpec) -> list[str]:
         settings = {"scenario": spec.scenario, **spec.loadgen}
         argv += ["--loadgen-settings", json.dumps(settings, sort_keys=True)]
     return argv
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dlperf import DlperfError
+from dlperf.events import split_lines
 from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus, Result
 from dlperf.store import write_result
 
@@ -54,12 +56,22 @@ class BmRun:
 
 
 def parse_bmlog(text: str) -> BmRun:
+    return parse_bmlog_lines(text.splitlines())
+
+
+def read_bmlog(path: Path) -> BmRun:
+    """`parse_bmlog` of a file, read a line at a time."""
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        return parse_bmlog_lines(split_lines(lines))
+
+
+def parse_bmlog_lines(lines: Iterable[str]) -> BmRun:
     header: dict[str, Any] = {}
     start = stop = None
     batches: list[float] = []
     opened: float | None = None
     last: dict[str, Any] = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
@@ -108,7 +120,7 @@ def import_logs(
     groups: dict[tuple, list[tuple[Path, BmRun]]] = {}
     for file in files:
         try:
-            run = parse_bmlog(file.read_text(errors="replace"))
+            run = read_bmlog(file)
         except DlperfError as exc:
             raise DlperfError(f"{file}: {exc}") from None
         h = run.header

@@ -3,17 +3,19 @@
 
 The detail log is authoritative; the summary is the fallback when only it was kept. The same
 reader serves `dlperf run --scenario` (the workload's LoadGen run) and `dlperf parse mlperf`
-(logs made by anyone).
+(logs made by anyone). Files are read a line at a time: what is kept is one value per key.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from dlperf import DlperfError
+from dlperf.events import split_lines
 from dlperf.schema import BenchmarkSpec, LoadGenRun, Repeat, RepeatStatus, Result
 from dlperf.store import write_result
 
@@ -29,18 +31,21 @@ def read_dir(path: Path) -> LoadGenRun:
     folder = path if path.is_dir() else path.parent
     detail, summary = folder / DETAIL, folder / SUMMARY
     if detail.exists():
-        run = from_detail(detail.read_text(errors="replace"))
+        with open(detail, encoding="utf-8", errors="replace") as lines:
+            run = from_detail_entries(detail_entries(split_lines(lines)))
     elif summary.exists():
-        run = from_summary(summary.read_text(errors="replace"))
+        with open(summary, encoding="utf-8", errors="replace") as lines:
+            run = from_summary_lines(split_lines(lines))
     else:
         raise DlperfError(f"{folder}: no {DETAIL} or {SUMMARY} (LoadGen's logs) in this folder")
     return run.model_copy(update={"log_dir": str(folder)})
 
 
-def detail_entries(text: str) -> dict[str, Any]:
-    """key -> value of every `:::MLLOG` line (a repeated key keeps its last value)."""
+def detail_entries(text: str | Iterable[str]) -> dict[str, Any]:
+    """key -> value of every `:::MLLOG` line (a repeated key keeps its last value), from the
+    text or its lines."""
     out: dict[str, Any] = {}
-    for line in text.splitlines():
+    for line in text.splitlines() if isinstance(text, str) else text:
         _, sep, payload = line.partition(":::MLLOG ")
         if not sep:
             continue
@@ -53,7 +58,11 @@ def detail_entries(text: str) -> dict[str, Any]:
 
 
 def from_detail(text: str) -> LoadGenRun:
-    e = detail_entries(text)
+    return from_detail_entries(detail_entries(text))
+
+
+def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
+    """The run the detail log's entries (`detail_entries`) describe."""
     if "result_validity" not in e:
         raise DlperfError(
             "the LoadGen detail log has no result_validity: the test did not finish "
@@ -133,8 +142,13 @@ _SUMMARY_LINE = re.compile(r"^\s*([^:]+?)\s*:\s*(.+?)\s*$")
 
 def from_summary(text: str) -> LoadGenRun:
     """The summary's own lines, for folders where the detail log was not kept."""
+    return from_summary_lines(text.splitlines())
+
+
+def from_summary_lines(lines: Iterable[str]) -> LoadGenRun:
+    """`from_summary` of the summary's lines, read as they come."""
     fields: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in lines:
         match = _SUMMARY_LINE.match(line)
         if match and match.group(1) not in fields:
             fields[match.group(1)] = match.group(2)

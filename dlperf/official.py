@@ -19,9 +19,10 @@ from dlperf import DlperfError
 from dlperf.adapter import Adapter, Command
 from dlperf.adapters import get_adapter
 from dlperf.envs import EnvSpec
-from dlperf.events import ParsedRun, parse_events
+from dlperf.events import ParsedRun, parse_events_file
 from dlperf.launch import DEFAULT_MASTER_PORT, LaunchPlan, NodeCommand, plan_nodes
-from dlperf.logformats import LogContext, parse_log
+from dlperf.logformats import LogContext, parse_file, parse_log
+from dlperf.proc import tail as log_tail
 from dlperf.schema import BenchmarkSpec, RepeatStatus, Result, SourceInfo
 from dlperf.sources import (
     Manifest,
@@ -110,11 +111,23 @@ class OfficialAdapter(Adapter):
         return [dataclasses.replace(n, env={**OFFICIAL_ENV, **n.env}) for n in nodes]
 
     def parse(self, spec: BenchmarkSpec, log_text: str, events_text: str = "") -> ParsedRun:
-        ctx = LogContext(spec.batch_size, spec.devices_per_node, spec.nodes)
-        return parse_log(self.manifest.log_format, log_text, ctx)
+        return parse_log(self.manifest.log_format, log_text, log_context(spec))
+
+    def parse_files(
+        self, spec: BenchmarkSpec, log_path: Path, events_path: Path | None = None
+    ) -> ParsedRun:
+        if not log_path.exists():
+            return self.parse(spec, "")
+        return parse_file(log_path, self.manifest.log_format, log_context(spec))
 
     def source_info(self) -> SourceInfo:
         return source_info(self.manifest.upstream, upstream_patches(self.manifest.upstream))
+
+
+def log_context(spec: BenchmarkSpec) -> LogContext:
+    """What a log leaves out, from the spec; nothing past the window is needed."""
+    horizon = spec.skip + spec.measure
+    return LogContext(spec.batch_size, spec.devices_per_node, spec.nodes, horizon=horizon)
 
 
 def prepare_official(
@@ -205,7 +218,7 @@ def group_logs(paths: Iterable[Path], overrides: dict[str, object]) -> list[LogG
 def _logged_device(framework: str, model: str, impl: str, source: object, first_log: Path) -> str:
     if impl == "official":
         return find_manifest(framework, model, str(source) if source else None).environment.device
-    start = parse_events(first_log.read_text(errors="replace")).start
+    start = parse_events_file(first_log).start
     return "cuda" if str(start.get("device", "cpu")).startswith("cuda") else "cpu"
 
 
@@ -248,10 +261,9 @@ def import_logs(
             adapter, source = get_adapter(framework), None
         repeats = []
         for index, path in enumerate(group.paths, 1):
-            text = path.read_text(errors="replace")
-            parsed = adapter.parse(spec, text, text)
+            parsed = adapter.parse_files(spec, path, path)  # the log is read, not held
             status, message, window = classify(spec, "exited", 0, parsed)
-            tail = "" if status == RepeatStatus.ok else "\n".join(text.splitlines()[-20:])
+            tail = "" if status == RepeatStatus.ok else log_tail(path, lines=20)
             repeats.append(
                 make_repeat(
                     index, status, message, window, parsed, log_path=str(path), log_tail=tail

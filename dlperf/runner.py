@@ -34,7 +34,7 @@ from dlperf.adapter import (
 )
 from dlperf.adapters import get_adapter
 from dlperf.envs import Env, InterpreterInfo, adopt_interpreter, describe_interpreter, ensure_env
-from dlperf.events import EVENTS_ENV, ParsedRun, merge_ranks, parse_events
+from dlperf.events import EVENTS_ENV, ParsedRun, merge_ranks, parse_events_file
 from dlperf.files import (
     StorageError,
     atomic_write,
@@ -526,9 +526,7 @@ def run_repeat(
         no_output_timeout_s=spec.no_output_timeout_s,
         watch_paths=[events_path],
     )
-    log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
-    events_text = events_path.read_text(errors="replace") if events_path.exists() else ""
-    parsed = adapter.parse(spec, log_text, events_text)
+    parsed = adapter.parse_files(spec, log_path, events_path)
     status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
     observed = None
     warnings = list(parsed.notes)
@@ -705,10 +703,10 @@ class Job:
         first_bad = next(((n, p) for n, p in failing if p.outcome != "cancelled"), None)
         node, proc = first_bad or done[0]
         if spec.impl == "official":
-            runs = [self.adapter.parse(spec, read(node_logs[0]), "")]
+            runs = [self.adapter.parse_files(spec, node_logs[0])]
         else:
             # A process driving several devices writes one file for all (TensorFlow workers).
-            runs = [parse_events(read(p)) for p in rank_files if p.exists()] or [ParsedRun()]
+            runs = [parse_events_file(p) for p in rank_files if p.exists()] or [ParsedRun()]
         parsed = merge_ranks(runs)
         status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
         if first_bad is not None and message and not dispatched:
@@ -765,10 +763,6 @@ def distinct_machines(hosts: Sequence[str]) -> int:
         except OSError:
             found.add(host)
     return len(found)
-
-
-def read(path: Path) -> str:
-    return path.read_text(errors="replace") if path.exists() else ""
 
 
 def job_tail(log: Path, node_logs: list[Path]) -> str:

@@ -1,15 +1,26 @@
 """Log adapters: the throughput lines of official upstream scripts, turned into step marks.
 
 Upstream scripts write no dlperf events; each format here is a pure function
-`parse(text, ctx) -> ParsedRun` over the text of one log (all ranks' lines may be mixed in it),
-tested on real logs. The formats belong to the upstream programs, not to a framework adapter:
-NVIDIA's DLLogger, for one, is shared by three frameworks. Manifests name their format.
+`parse(texts, ctx) -> ParsedRun` over one log given in pieces of whole lines (all ranks' lines
+may be mixed in it), tested on real logs. The formats belong to the upstream programs, not to a
+framework adapter: NVIDIA's DLLogger, for one, is shared by three frameworks. Manifests name
+their format.
+
+Logs are read once, streaming (`dlperf.logformats.reading`): `parse_file` holds a few chunks of
+the text (about 10 MB), whatever its size; lines of other programs' output cost nothing more.
+What grows is what the throughput lines give, as before: a mark per line or interval and a loss
+per line where the format has one (about 170 bytes a line), and, for the formats that merge
+intervals or ranks, a row per logged interval while the log is read (the marks are made from
+the rows, which are dropped as they are used: about 250-400 bytes per interval at the peak).
+Formats that use only the first epoch keep no marks for the later ones; losses are kept for
+every line. `benchmarks/parse_logs.py` measures both.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from os import PathLike
 
 from dlperf import DlperfError
 from dlperf.events import ParsedRun
@@ -23,33 +34,80 @@ from dlperf.logformats import (
     paddle,
     pytorch_examples,
 )
-from dlperf.logformats.common import LogContext
+from dlperf.logformats.common import FailureWatch, LogContext
+from dlperf.logformats.reading import file_chunks, line_chunks, scan, text_chunks
 
-Parser = Callable[[str, LogContext], ParsedRun]
-# mpirun --tag-output / horovodrun put "[1,0]<stdout>:" before every line of rank 0 of job 1.
-RANK_PREFIX = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:", re.M)
+Parser = Callable[[Iterable[str], LogContext], ParsedRun]
 
-FORMATS: dict[str, Parser] = {
-    "absl_train_step": absl_train_step.parse,
-    "dllogger_pytorch": dllogger.parse_pytorch,
-    "dllogger_tf1": dllogger.parse_tf1,
-    "gluonnlp": gluonnlp.parse,
-    "keras_time_history": keras.parse,
-    "mxnet_speed": mxnet_speed.parse,
-    "oneflow_benchmark": oneflow_benchmark.parse,
-    "paddle": paddle.parse,
-    "pytorch_examples": pytorch_examples.parse,
+
+@dataclass(frozen=True)
+class LogFormat:
+    """A format's parser, over the log in pieces of whole lines; with a `needle`, it is given
+    only the lines that contain it (every line it uses does)."""
+
+    parse: Parser
+    needle: str | None = None
+
+
+FORMATS: dict[str, LogFormat] = {
+    "absl_train_step": LogFormat(absl_train_step.parse, absl_train_step.NEEDLE),
+    "dllogger_pytorch": LogFormat(dllogger.parse_pytorch),
+    "dllogger_tf1": LogFormat(dllogger.parse_tf1),
+    "gluonnlp": LogFormat(gluonnlp.parse),
+    "keras_time_history": LogFormat(keras.parse),
+    "mxnet_speed": LogFormat(mxnet_speed.parse),
+    "oneflow_benchmark": LogFormat(oneflow_benchmark.parse),
+    "paddle": LogFormat(paddle.parse),
+    "pytorch_examples": LogFormat(pytorch_examples.parse),
 }
 
 
-def parse_log(log_format: str, text: str, ctx: LogContext) -> ParsedRun:
+def get_format(log_format: str) -> LogFormat:
     try:
-        parser = FORMATS[log_format]
+        return FORMATS[log_format]
     except KeyError:
         raise DlperfError(
             f"unknown log format {log_format!r}; known: {', '.join(sorted(FORMATS))}"
         ) from None
-    return parser(RANK_PREFIX.sub("", text), ctx)
 
 
-__all__ = ["FORMATS", "LogContext", "parse_log"]
+def parse_chunks(
+    log_format: str, chunks: Iterable[bytes], ctx: LogContext, errors: str = "replace"
+) -> ParsedRun:
+    """Parse a log given as UTF-8 chunks of whole lines (see `dlperf.logformats.reading`);
+    `errors` is how their bytes are decoded."""
+    fmt = get_format(log_format)
+    watch = FailureWatch(errors)
+    pieces = scan(chunks, fmt.needle, watch)
+    run = fmt.parse(pieces, ctx)
+    for _ in pieces:  # a parser may stop early; the failure evidence needs the whole log
+        pass
+    run.failure = watch.failure
+    return run
+
+
+def parse_file(path: str | PathLike[str], log_format: str, ctx: LogContext) -> ParsedRun:
+    """Parse a log file, streaming: memory does not grow with the size of the text."""
+    return parse_chunks(log_format, file_chunks(path), ctx)
+
+
+def parse_lines(log_format: str, lines: Iterable[str], ctx: LogContext) -> ParsedRun:
+    """Parse the lines of a log (with or without their `\\n`), read lazily, a chunk at a time."""
+    return parse_chunks(log_format, line_chunks(lines), ctx, errors="surrogatepass")
+
+
+def parse_log(log_format: str, text: str, ctx: LogContext) -> ParsedRun:
+    """Parse the whole text of a log (mpirun's rank tags are removed from its lines)."""
+    return parse_chunks(log_format, text_chunks(text), ctx, errors="surrogatepass")
+
+
+__all__ = [
+    "FORMATS",
+    "LogContext",
+    "LogFormat",
+    "get_format",
+    "parse_chunks",
+    "parse_file",
+    "parse_lines",
+    "parse_log",
+]

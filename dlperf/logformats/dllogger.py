@@ -16,13 +16,23 @@ line x the global batch.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from dlperf.events import ParsedRun
-from dlperf.logformats.common import LogContext, clock_marks, finish, finite, first_epoch
+from dlperf.logformats.common import (
+    ClockMarks,
+    EpochFilter,
+    LogContext,
+    finish,
+    finite,
+    matches,
+)
 
+# `^DLL ...`: the anchor is checked behind the literal, so that the search skips to "DLL "
 PREFIX = re.compile(
-    r"^DLL (?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?) - (?P<rest>.*)$", re.M
+    r"DLL (?<=^DLL )(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?) - (?P<rest>.*)$",
+    re.M,
 )
 # PyTorch: "Epoch: e Iteration: i" (ResNet) or "Training Epoch: e Training Iteration: i" (BERT).
 PYTORCH_STEP = re.compile(
@@ -30,37 +40,68 @@ PYTORCH_STEP = re.compile(
 )
 # TF1: "(epoch, global_step)" (ResNet) or "Iteration: n" (BERT).
 TF1_STEP = re.compile(r"^(?:\((?P<epoch>\d+), (?P<gstep>\d+)\)|Iteration: (?P<step>\d+))\s")
-LOSS = re.compile(r"(?:train\.loss|average_loss|total_loss) : (?P<loss>\S+)")
+# `(?:train\.loss|average_loss|total_loss) : ...`, written to start with its literal so that
+# the search skips ahead quickly
+LOSS = re.compile(r"loss(?:(?<=train\.loss)|(?<=average_loss)|(?<=total_loss)) : (?P<loss>\S+)")
 
 
-def _lines(text: str, step_re: re.Pattern, run: ParsedRun):
-    for match in PREFIX.finditer(text):
-        step = step_re.match(match["rest"] + " ")
+class _Timestamps:
+    """`datetime.fromisoformat(ts).timestamp()` (local time), with the local time of each
+    minute worked out once: the same float, bit for bit, for stamps with 0 or 6 decimals."""
+
+    def __init__(self) -> None:
+        self.minutes: dict[str, int] = {}
+
+    def __call__(self, ts: str) -> float:
+        fraction = ts[20:]
+        if len(fraction) not in (0, 6) or not ts.isascii() or int(ts[17:19]) > 59:
+            return datetime.fromisoformat(ts).timestamp()  # what it accepts depends on Python
+        minute = ts[:16]
+        base = self.minutes.get(minute)
+        if base is None:
+            if len(self.minutes) > 4096:
+                self.minutes.clear()
+            base = self.minutes[minute] = int(datetime.fromisoformat(minute).timestamp())
+        # datetime.timestamp() is (local seconds - epoch) + microsecond / 1e6, in that order
+        return (base + int(ts[17:19])) + (int(fraction) if fraction else 0) / 1e6
+
+
+def _steps(
+    texts: Iterable[str], step_re: re.Pattern[str], run: ParsedRun, most_losses: int | None
+) -> Iterator[tuple[re.Match[str], float]]:
+    timestamp = _Timestamps()
+    losses = run.losses
+    for match in matches(PREFIX, texts):
+        rest = match["rest"]
+        step = step_re.match(rest + " ")
         if not step:
             continue  # PARAMETER, summary and end-of-epoch lines
         try:
-            stamp = datetime.fromisoformat(match["ts"]).timestamp()
+            stamp = timestamp(match["ts"])
         except ValueError:
             run.malformed += 1
             continue
-        loss = LOSS.search(match["rest"])
-        if loss and finite(loss["loss"]) is not None:
-            run.losses.append(float(loss["loss"]))
+        loss = LOSS.search(rest)
+        kept = most_losses is None or len(losses) < most_losses
+        if kept and loss and finite(loss["loss"]) is not None:
+            losses.append(float(loss["loss"]))
         yield step, stamp
 
 
-def parse_pytorch(text: str, ctx: LogContext) -> ParsedRun:
+def parse_pytorch(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
-    lines = first_epoch(_lines(text, PYTORCH_STEP, run), run, lambda line: line[0]["epoch"])
-    points = [(int(step["step"]), stamp) for step, stamp in lines]
-    clock_marks(points, ctx.global_batch, run)
-    return finish(run, text, "DLLogger Iteration lines")
+    marks = ClockMarks(ctx.global_batch, run, ctx.horizon)
+    epochs = EpochFilter()
+    for step, stamp in _steps(texts, PYTORCH_STEP, run, ctx.horizon):
+        if epochs.keep(step["epoch"]):
+            marks.add(int(step["step"]), stamp)
+    epochs.note(run)
+    return finish(run, "DLLogger Iteration lines")
 
 
-def parse_tf1(text: str, ctx: LogContext) -> ParsedRun:
+def parse_tf1(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
-    points = []
-    for step, stamp in _lines(text, TF1_STEP, run):
-        points.append((int(step["gstep"] or step["step"]), stamp))
-    clock_marks(points, ctx.global_batch, run)
-    return finish(run, text, "DLLogger step lines")
+    marks = ClockMarks(ctx.global_batch, run, ctx.horizon)
+    for step, stamp in _steps(texts, TF1_STEP, run, ctx.horizon):
+        marks.add(int(step["gstep"] or step["step"]), stamp)
+    return finish(run, "DLLogger step lines")

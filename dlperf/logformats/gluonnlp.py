@@ -11,38 +11,86 @@ batch, so each line is the whole job's step and the slowest rank's time is kept.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterable, Iterator
 
 from dlperf.events import ParsedRun
 from dlperf.logformats.common import (
-    Interval,
     LogContext,
+    chain_intervals,
     finish,
-    finite,
-    intervals_to_marks,
     logging_interval,
 )
 
 LINE = re.compile(r"\[step (?P<step>\d+)\]\t(?P<body>[^\n]*?)latency=(?P<latency>\S+) ms/batch")
+# LINE made greedy (quicker): it matches where LINE does, and as LINE does unless the line has
+# another `latency=` before the one it takes
+_GREEDY = re.compile(r"\[step (?P<step>\d+)\]\t(?P<body>[^\n]*)latency=(?P<latency>\S+) ms/batch")
 LOSS = re.compile(r"mlm_loss=\s*(?P<loss>\S+)")
 
 
-def parse(text: str, ctx: LogContext) -> ParsedRun:
+def _lines(texts: Iterable[str]) -> Iterator[tuple[str, str, str]]:
+    """(step, body, latency) of LINE's matches in the pieces of the log, in order."""
+    for text in texts:
+        for greedy in _GREEDY.finditer(text):
+            if "latency=" in greedy["body"]:  # LINE's own matches in what the greedy one spans
+                for match in LINE.finditer(text, greedy.start(), greedy.end()):
+                    yield match.groups()
+            else:
+                yield greedy.groups()
+
+
+def _merged(
+    steps: dict[int, list], interval: int, samples: int
+) -> Iterator[tuple[int, int, int, float]]:
+    """Each logged step's lines merged, in order: one interval, its samples, the slowest line's
+    time (each step dropped as it is given, so that steps and marks are not held together)."""
+    for step in sorted(steps):
+        count, per_step = steps.pop(step)
+        if count:
+            yield step - interval, step, samples, per_step * interval
+
+
+def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
-    points: list[tuple[int, float]] = []
-    for match in LINE.finditer(text):
-        latency = finite(match["latency"])
-        if latency is None or latency <= 0:
+    global_batch = ctx.global_batch
+    # step -> [lines, the longest time per step]: the interval is known only at the end, and
+    # the slowest line of a step is the slowest once multiplied by it
+    steps: dict[int, list] = {}
+    unusable = 0  # lines whose interval would have no samples or no time
+    loss_in, losses, most = LOSS.search, run.losses, ctx.horizon
+    for step, body, latency in _lines(texts):
+        try:
+            latency = float(latency)
+        except ValueError:
+            latency = math.nan
+        if not 0 < latency < math.inf:
             run.malformed += 1
             continue
-        points.append((int(match["step"]), latency / 1000.0))
-        loss = LOSS.search(match["body"])
-        if loss and finite(loss["loss"].rstrip("\t,")) is not None:
-            run.losses.append(float(loss["loss"].rstrip("\t,")))
-    interval = logging_interval(s for s, _ in points) or 1
-    intervals = [
-        Interval(step - interval, step, interval * ctx.global_batch, per_step * interval)
-        for step, per_step in points
-    ]
-    intervals_to_marks(intervals, "global", ctx, run)
-    return finish(run, text, "gluon-nlp [step N] lines")
+        per_step = latency / 1000.0
+        loss = loss_in(body)
+        if loss and (most is None or len(losses) < most):
+            try:
+                value = float(loss["loss"].rstrip("\t,"))
+            except ValueError:
+                value = math.nan
+            if math.isfinite(value):
+                losses.append(value)
+        step = int(step)
+        row = steps.get(step)
+        if not (per_step > 0 and global_batch > 0):
+            unusable += 1
+            if row is None:
+                steps[step] = [0, 0.0]
+        elif row is None:
+            steps[step] = [1, per_step]
+        else:
+            row[0] += 1
+            if per_step > row[1]:
+                row[1] = per_step
+    interval = logging_interval(steps) or 1
+    samples = interval * global_batch
+    run.malformed += unusable
+    chain_intervals(_merged(steps, interval, samples), run)
+    return finish(run, "gluon-nlp [step N] lines")

@@ -11,9 +11,17 @@ significant digits than the seconds) and the samples from the context's global b
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from dlperf.events import ParsedRun
-from dlperf.logformats.common import Interval, LogContext, finish, finite, intervals_to_marks
+from dlperf.logformats.common import (
+    IntervalTable,
+    LogContext,
+    finish,
+    finite,
+    intervals_to_marks,
+    matches,
+)
 
 LINE = re.compile(
     r"TimeHistory: (?P<seconds>\S+) seconds, (?P<rate>\S+) examples/second "
@@ -21,20 +29,22 @@ LINE = re.compile(
 )
 
 
-def parse(text: str, ctx: LogContext) -> ParsedRun:
+def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
-    intervals = []
-    for match in LINE.finditer(text):
+    table = IntervalTable()
+    add, global_batch = table.add, ctx.global_batch
+    for match in matches(LINE, texts):
         start, end = int(match["start"]), int(match["end"])
-        rate, seconds = finite(match["rate"]), finite(match["seconds"])
-        samples = (end - start) * ctx.global_batch
+        rate = finite(match["rate"])
+        samples = (end - start) * global_batch
         if rate and rate > 0:
             elapsed = samples / rate
-        elif seconds and seconds > 0:
-            elapsed = seconds
         else:
-            run.malformed += 1
-            continue
-        intervals.append(Interval(start, end, samples, elapsed))
-    intervals_to_marks(intervals, "global", ctx, run)
-    return finish(run, text, "Keras TimeHistory lines")
+            seconds = finite(match["seconds"])
+            if not (seconds and seconds > 0):
+                run.malformed += 1
+                continue
+            elapsed = seconds
+        add(start, end, samples, elapsed)
+    intervals_to_marks(table, "global", ctx, run)
+    return finish(run, "Keras TimeHistory lines")

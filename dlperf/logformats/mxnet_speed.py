@@ -16,50 +16,65 @@ lines printed by several ranks for one interval merge as one. Only the first epo
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from dlperf.events import ParsedRun
 from dlperf.logformats.common import (
-    Interval,
+    EpochFilter,
+    IntervalTable,
     LogContext,
     finish,
     finite,
-    first_epoch,
     intervals_to_marks,
     logging_interval,
+    matches,
 )
 
+_S = r"[^\S\n]"  # white space within the line
 LINE = re.compile(
-    r"Epoch\[(?P<epoch>\d+)\]\s*Batch\s*\[(?P<a>\d+)(?:-(?P<b>\d+))?\]\s+"
-    r"Speed:\s*(?P<rate>\S+) samples/sec"
+    rf"Epoch\[(?P<epoch>\d+)\]{_S}*Batch{_S}*\[(?P<a>\d+)(?:-(?P<b>\d+))?\]{_S}+"
+    rf"Speed:{_S}*(?P<rate>\S+) samples/sec"
 )
 
 
-def parse(text: str, ctx: LogContext) -> ParsedRun:
+def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
-    rows: list[tuple[int | None, int, float]] = []
-    for match in first_epoch(LINE.finditer(text), run):
+    epochs = EpochFilter()
+    # (start or None for a lone batch number, end) -> [lines, their lowest rate]: the slowest
+    # line of an interval, whatever its span turns out to be
+    rows: dict[tuple[int | None, int], list] = {}
+    for match in matches(LINE, texts):
+        if not epochs.keep(match["epoch"]):
+            continue
         rate = finite(match["rate"])
         if rate is None or rate <= 0:
             run.malformed += 1
             continue
-        start = int(match["a"]) if match["b"] else None
-        end = int(match["b"] or match["a"])
-        rows.append((start, end, rate))
-    ranges = sorted({(a, b) for a, b, _ in rows if a is not None})
+        key = (int(match["a"]) if match["b"] else None, int(match["b"] or match["a"]))
+        row = rows.get(key)
+        if row is None:
+            rows[key] = [1, rate]
+        else:
+            row[0] += 1
+            if rate < row[1]:
+                row[1] = rate
+    epochs.note(run)
+    ranges = sorted({key for key in rows if key[0] is not None})
     inclusive = any(a == b for a, b in ranges) or any(
         nxt[0] == cur[1] + 1 for cur, nxt in zip(ranges, ranges[1:], strict=False)
     )
-    if inclusive:
-        rows = [(a, b + 1, rate) if a is not None else (a, b, rate) for a, b, rate in rows]
-    interval = logging_interval(end for _, end, _ in rows)
-    intervals = []
-    for start, end, rate in rows:
+    shift = 1 if inclusive else 0
+    interval = logging_interval(end + shift if start is not None else end for start, end in rows)
+    table = IntervalTable()
+    for (start, end), (count, rate) in rows.items():
         if start is None:
             if interval is None:
-                run.malformed += 1  # one lone line: its span is unknown
+                run.malformed += count  # one lone line: its span is unknown
                 continue
             start = end - interval
+        else:
+            end += shift
         samples = (end - start) * ctx.global_batch
-        intervals.append(Interval(start, end, samples, samples / rate))
-    intervals_to_marks(intervals, "global", ctx, run)
-    return finish(run, text, "MXNet Speed lines")
+        table.add_lines(start, end, samples, samples / rate, count)
+    intervals_to_marks(table, "global", ctx, run)
+    return finish(run, "MXNet Speed lines")

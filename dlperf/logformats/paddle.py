@@ -11,20 +11,22 @@ PaddleCV (image_classification/utils/utility.py): `elapse` is one batch's wall t
 above 1 leaves gaps and only the first run of consecutive batches is used. PaddleNLP BERT
 (train.py): `speed` = logged steps x nodes / time, printed by trainer 0, `step` counts steps.
 PaddleClas: `ips` is one card's samples/s over the interval since the previous line (`Iter` is
-0-based); only rank 0 prints, so the other ranks are assumed to match (noted).
+0-based); only rank 0 prints, so the other ranks are assumed to match (noted). A log with
+`elapse` lines is read by them alone, else one with `steps/s` lines, else by its `ips` lines.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from dlperf.events import ParsedRun
 from dlperf.logformats.common import (
-    Interval,
+    EpochFilter,
+    IntervalTable,
     LogContext,
     finish,
     finite,
-    first_epoch,
     intervals_to_marks,
     logging_interval,
 )
@@ -40,35 +42,82 @@ IPS = re.compile(
     r"\[Train\]\[Epoch (?P<epoch>\d+)/\d+\]\[Iter: (?P<iter>\d+)/\d+\][^\n]*?"
     r"ips: (?P<rate>\S+) (?:images|samples|sequences)/s"
 )
-LOSS = re.compile(r"\bloss:? (?P<loss>[-\w.+]+)")
+# `\bloss:? ...`, written to start with its literal so that the search skips ahead quickly
+LOSS = re.compile(r"loss(?<!\wloss):? (?P<loss>[-\w.+]+)")
 
 
-def parse(text: str, ctx: LogContext) -> ParsedRun:
+class _Kind:
+    """One kind of throughput line: its first-epoch filter and, per logged step, how many
+    lines gave it and their best number (the longest `elapse`, the lowest rate)."""
+
+    def __init__(self, pattern: re.Pattern[str], step: str, number: str, best: type) -> None:
+        self.pattern, self.step, self.number, self.best = pattern, step, number, best
+        self.epochs = EpochFilter()
+        self.rows: dict[int, list] = {}  # step -> [lines with a usable number, best number]
+        self.unusable = 0  # lines whose number gives no time
+
+    def read(self, text: str) -> bool:
+        """Whether the text has lines of this kind (those of the first epoch are kept)."""
+        found = False
+        keep, rows, best = self.epochs.keep, self.rows, self.best
+        for m in self.pattern.finditer(text):
+            found = True
+            if not keep(m["epoch"]):
+                continue
+            step, value = int(m[self.step]), finite(m[self.number])
+            row = rows.get(step)
+            if row is None:
+                row = rows[step] = [0, None]
+            if not value or value <= 0:  # no time (an elapse of 0, a rate of 0)
+                self.unusable += 1
+            elif row[1] is None:
+                row[0], row[1] = 1, value
+            else:
+                row[0] += 1
+                row[1] = best(row[1], value)
+        return found
+
+
+def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
-    intervals: list[Interval] = []
+    elapse = _Kind(ELAPSE, "batch", "sec", max)
+    speed = _Kind(SPEED, "step", "rate", min)
+    ips = _Kind(IPS, "iter", "rate", min)
+    kinds = [elapse, speed, ips]  # the first kind the log has wins; the others are dropped
+    losses, most = run.losses, ctx.horizon
+    for text in texts:
+        for i, kind in enumerate(kinds):
+            if kind.read(text):
+                del kinds[i + 1 :]
+                break
+        if most is not None and len(losses) >= most:
+            continue
+        for m in LOSS.finditer(text):
+            value = finite(m["loss"].rstrip(","))
+            if value is not None and (most is None or len(losses) < most):
+                losses.append(value)
+    table = IntervalTable()
     counts = "global"
-    for m in first_epoch(ELAPSE.finditer(text), run):
-        sec, batch = finite(m["sec"]), int(m["batch"])
-        intervals.append(Interval(batch, batch + 1, ctx.global_batch, sec if sec else 0.0))
-    if not intervals:
-        rows = [(int(m["step"]), finite(m["rate"])) for m in first_epoch(SPEED.finditer(text), run)]
-        every = logging_interval(s for s, _ in rows) or 1
-        for step, rate in rows:
-            samples = every * ctx.global_batch
-            # speed counts every node's steps: the job advances rate / nodes steps per second
-            elapsed = every * ctx.nodes / rate if rate and rate > 0 else 0.0
-            intervals.append(Interval(step - every, step, samples, elapsed))
-    if not intervals:
+    kind = kinds[-1]
+    kind.epochs.note(run)
+    table.malformed = kind.unusable
+    if kind is elapse:
+        for batch, (count, sec) in kind.rows.items():
+            if count:
+                table.add_lines(batch, batch + 1, ctx.global_batch, sec, count)
+    elif kind is speed:
+        every = logging_interval(kind.rows) or 1
+        samples = every * ctx.global_batch
+        for step, (count, rate) in kind.rows.items():
+            if count:
+                # speed counts every node's steps: the job advances rate / nodes steps per second
+                table.add_lines(step - every, step, samples, every * ctx.nodes / rate, count)
+    else:
         counts = "rank"
-        rows = [(int(m["iter"]), finite(m["rate"])) for m in first_epoch(IPS.finditer(text), run)]
-        every = logging_interval(i for i, _ in rows) or 1
-        for i, rate in rows:
-            samples = every * ctx.batch_size
-            elapsed = samples / rate if rate and rate > 0 else 0.0
-            intervals.append(Interval(i + 1 - every, i + 1, samples, elapsed))
-    for m in LOSS.finditer(text):
-        value = finite(m["loss"].rstrip(","))
-        if value is not None:
-            run.losses.append(value)
-    intervals_to_marks(intervals, counts, ctx, run)
-    return finish(run, text, "Paddle training lines")
+        every = logging_interval(kind.rows) or 1
+        samples = every * ctx.batch_size
+        for i, (count, rate) in kind.rows.items():
+            if count:
+                table.add_lines(i + 1 - every, i + 1, samples, samples / rate, count)
+    intervals_to_marks(table, counts, ctx, run)
+    return finish(run, "Paddle training lines")

@@ -13,39 +13,53 @@ after validation).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from dlperf.events import Mark, ParsedRun
-from dlperf.logformats.common import LogContext, finish, finite, first_epoch
+from dlperf.logformats.common import EpochFilter, LogContext, finish, finite, matches
 
+_S = r"[^\S\n]"  # white space within the line
 LINE = re.compile(
-    r"Epoch: \[(?P<epoch>\d+)\]\[\s*(?P<batch>\d+)/\s*(?P<total>\d+)\]\s+"
-    r"Time\s+(?P<val>\S+)\s+\(\s*(?P<avg>[^)\s]+)\s*\)"
+    rf"Epoch: \[(?P<epoch>\d+)\]\[{_S}*(?P<batch>\d+)/{_S}*(?P<total>\d+)\]{_S}+"
+    rf"Time{_S}+(?P<val>\S+){_S}+\({_S}*(?P<avg>[^)\s]+){_S}*\)"
 )
 
 
-def parse(text: str, ctx: LogContext) -> ParsedRun:
+def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
-    rows: dict[int, list[tuple[float, float]]] = {}  # batch index -> [(val, avg)] per rank
-    for match in first_epoch(LINE.finditer(text), run):
+    epochs = EpochFilter()
+    # batch index -> [ranks' lines, the first line's time, the largest running average]
+    rows: dict[int, list] = {}
+    for match in matches(LINE, texts):
+        if not epochs.keep(match["epoch"]):
+            continue
         val, avg = finite(match["val"]), finite(match["avg"])
         if val is None or avg is None or val < 0 or avg < 0:
             run.malformed += 1
             continue
-        rows.setdefault(int(match["batch"]), []).append((val, avg))
+        batch = int(match["batch"])
+        row = rows.get(batch)
+        if row is None:
+            rows[batch] = [1, val, avg]
+        else:
+            row[0] += 1
+            if avg > row[2]:
+                row[2] = avg
+    epochs.note(run)
     indices = sorted(rows)
     if not indices:
-        return finish(run, text, "pytorch/examples progress lines")
-    ranks = max(len(v) for v in rows.values())
-    consecutive = indices == list(range(indices[0], indices[-1] + 1)) and indices[0] == 0
+        return finish(run, "pytorch/examples progress lines")
+    ranks = max(row[0] for row in rows.values())
+    consecutive = indices[0] == 0 and indices[-1] == len(indices) - 1
     run.marks.append(Mark(0, 0.0, 0.0))
     if ranks == 1 and consecutive:
         elapsed = 0.0
         for i in indices:
-            elapsed += rows[i][0][0]
+            elapsed += rows[i][1]
             run.marks.append(Mark(i + 1, elapsed, ctx.global_batch))
     else:
         for i in indices:
-            cumulative = max(avg for _, avg in rows[i]) * (i + 1)
+            cumulative = rows[i][2] * (i + 1)
             previous = run.marks[-1]
             if cumulative < previous.time:
                 run.malformed += 1
@@ -55,4 +69,4 @@ def parse(text: str, ctx: LogContext) -> ParsedRun:
             "times from the running averages (avg x batches, 3 decimals): about "
             f"{0.0005 * (indices[-1] + 1):.3f} s of rounding at the last mark"
         )
-    return finish(run, text, "pytorch/examples progress lines")
+    return finish(run, "pytorch/examples progress lines")
