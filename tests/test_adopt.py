@@ -159,11 +159,15 @@ def test_the_built_pytorch_env_adopted_as_if_it_were_foreign(tmp_path):
 
 
 def test_dry_runs_name_the_adopted_interpreter_for_built_in_and_official_code(tmp_path):
+    python = tmp_path / "site" / "bin" / "python3"  # there, but a dry run does not probe it
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\nexit 1\n")
+    python.chmod(0o755)
     for impl in ("ootb", "official"):
         out = subprocess.run(
             [sys.executable, "-m", "dlperf", "run", "pytorch", "resnet50", "--impl", impl,
-             "--python", "/opt/site/bin/python3", "--dry-run"],
+             "--python", str(python), "--dry-run"],
             cwd=tmp_path, capture_output=True, text=True,
         )  # fmt: skip
         assert out.returncode == 0, out.stderr
-        assert "/opt/site/bin/python3 " in out.stdout, out.stdout
+        assert f"{python} " in out.stdout, out.stdout
