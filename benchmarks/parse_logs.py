@@ -13,7 +13,8 @@ interpreter and reports the parse time, MB/s (MB = 10^6 bytes of log) by wall cl
 CPU time, and that process's peak resident memory (`ru_maxrss`) beside the interpreter's own
 before parsing. Target: >= 100 MB/s for every format. The text is never held, so the peak
 grows only with what the throughput lines give (`marks`, `losses`; see dlperf.logformats):
-with `--horizon` (the window's last step) the formats timed by a clock keep a bounded number.
+with `--horizon` (the window's last step) the formats timed by a clock and the interval formats
+(keras_time_history, gluonnlp) keep a bounded number, so their peak stays the same at any size.
 """
 
 from __future__ import annotations

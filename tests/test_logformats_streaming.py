@@ -15,7 +15,7 @@ import functools
 import json
 import random
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +23,15 @@ import pytest
 
 from dlperf.events import Mark, ParsedRun, parse_events, parse_events_file
 from dlperf.fambench import parse_bmlog, read_bmlog
-from dlperf.logformats import FORMATS, LogContext, parse_chunks, parse_file, parse_lines, parse_log
+from dlperf.logformats import (
+    FORMATS,
+    LogContext,
+    common,
+    parse_chunks,
+    parse_file,
+    parse_lines,
+    parse_log,
+)
 from dlperf.logformats.common import detect_failure
 from dlperf.logformats.reading import file_chunks, text_chunks
 from dlperf.stats import window_throughput
@@ -312,6 +320,44 @@ def test_failures_split_across_chunks() -> None:
 # ------------------------------------------------------------------ a horizon
 
 CLOCKED = ("absl_train_step", "dllogger_pytorch", "dllogger_tf1", "oneflow_benchmark")
+INTERVALS = ("gluonnlp", "keras_time_history")  # they fold the intervals past the horizon
+
+
+def windows(marks: list[Mark], horizon: int) -> list:
+    """Every window that ends at the horizon, or why there is none."""
+    found: list = []
+    for skip in range(0, horizon, 7):
+        try:
+            found.append(window_throughput(marks, skip, horizon - skip))
+        except ValueError as exc:
+            found.append(str(exc))
+    return found
+
+
+def check_horizon(full: ParsedRun, kept: ParsedRun, horizon: int, per_step: int, name) -> None:
+    """`kept` (parsed with a horizon) is `full` (without) as `LogContext` says: the same notes,
+    malformed count and failure, the losses up to the horizon, the marks up to the first one
+    at or past it, then one mark for all later ones, so the same windows."""
+    same = (kept.malformed, kept.notes, kept.failure, kept.what)
+    assert same == (full.malformed, full.notes, full.failure, full.what), name
+    assert kept.losses == full.losses[:horizon], name
+    cut = next((i + 1 for i, m in enumerate(full.marks) if m.step >= horizon), None)
+    if cut is None or cut >= len(full.marks) - 1:
+        assert kept.marks == full.marks, name
+        return
+    anchor, last = full.marks[cut - 1], full.marks[-1]
+    if per_step:  # a clock's: samples are steps since the anchor
+        merged = Mark(last.step, last.time, (last.step - anchor.step) * per_step)
+    else:  # intervals': the sum of theirs
+        merged = Mark(last.step, last.time, sum(m.samples for m in full.marks[cut:]))
+    assert kept.marks[:cut] == full.marks[:cut], name
+    assert kept.marks[cut:] == [merged] or (  # folded runs add their times up in another order
+        len(kept.marks) == cut + 1
+        and kept.marks[cut].step == merged.step
+        and kept.marks[cut].time == pytest.approx(merged.time, rel=1e-12)
+        and kept.marks[cut].samples == pytest.approx(merged.samples, rel=1e-12)
+    ), name
+    assert windows(kept.marks, horizon) == windows(full.marks, horizon), name
 
 
 @pytest.mark.parametrize("log_format", sorted(FORMATS))
@@ -320,27 +366,184 @@ def test_a_horizon_keeps_what_the_window_sees(log_format: str, horizon: int) -> 
     ctx, windowed = LogContext(32, 8, 2), LogContext(32, 8, 2, horizon=horizon)
     for name, text in made_logs().items():
         full, kept = parse_log(log_format, text, ctx), parse_log(log_format, text, windowed)
-        same = (kept.malformed, kept.notes, kept.failure, kept.what)
-        assert same == (full.malformed, full.notes, full.failure, full.what), name
-        assert kept.losses == full.losses[:horizon], name
-        if log_format not in CLOCKED:  # they need every interval: their marks are all kept
-            assert kept.marks == full.marks, name
+        if log_format not in CLOCKED + INTERVALS:  # the others keep every mark
+            assert (kept.marks, kept.malformed, kept.notes) == (
+                full.marks,
+                full.malformed,
+                full.notes,
+            ), name
+            assert kept.losses == full.losses[:horizon], name
             continue
-        cut = next((i + 1 for i, m in enumerate(full.marks) if m.step >= horizon), None)
-        if cut is None or cut >= len(full.marks) - 1:
-            assert kept.marks == full.marks, name
-            continue
-        anchor, last = full.marks[cut - 1], full.marks[-1]
-        merged = Mark(last.step, last.time, (last.step - anchor.step) * ctx.global_batch)
-        assert kept.marks == [*full.marks[:cut], merged], name
-        for skip in range(0, horizon, 7):
-            windows = []
-            for marks in (full.marks, kept.marks):
-                try:
-                    windows.append(window_throughput(marks, skip, horizon - skip))
-                except ValueError as exc:
-                    windows.append(str(exc))
-            assert windows[0] == windows[1], (name, skip)
+        check_horizon(full, kept, horizon, ctx.global_batch if log_format in CLOCKED else 0, name)
+
+
+@pytest.fixture
+def tiny_limits(monkeypatch: pytest.MonkeyPatch) -> Callable[[int, int], None]:
+    """Sets how many intervals past the horizon are held as they are and how many runs."""
+
+    def set_limits(pending: int, runs: int) -> None:
+        monkeypatch.setattr(common, "PENDING", pending)
+        monkeypatch.setattr(common, "RUNS", runs)
+
+    return set_limits
+
+
+@pytest.mark.parametrize("log_format", INTERVALS)
+@pytest.mark.parametrize("limits", [(1, 1), (2, 64), (3, 2)])
+def test_intervals_folded_past_the_horizon_give_the_same_results(
+    log_format: str, limits: tuple[int, int], tiny_limits: Callable[[int, int], None]
+) -> None:
+    """The made logs (two ranks, lines printed twice, mangled numbers, failures) with almost
+    every interval past the horizon folded: nothing changes but the merged mark's rounding."""
+    tiny_limits(*limits)  # (a parse without a horizon does not use them)
+    ctx = LogContext(32, 8, 2)
+    for horizon in (1, 45, 10_000):
+        for name, text in made_logs().items():
+            full = parse_log(log_format, text, ctx)
+            kept = parse_log(log_format, text, LogContext(32, 8, 2, horizon=horizon))
+            check_horizon(full, kept, horizon, 0, (name, horizon))
+
+
+def keras_log(rows: Iterable[tuple[int, int, float]]) -> str:
+    """Keras TimeHistory lines for (start, end, seconds); the rate is 0, so the seconds count."""
+    return "".join(
+        f"TimeHistory: {sec:.3f} seconds, 0 examples/second between steps {a} and {b}\n"
+        for a, b, sec in rows
+    )
+
+
+def gluonnlp_log(steps: Iterable[tuple[int, float]]) -> str:
+    """gluon-nlp lines for (step, ms per step)."""
+    return "".join(
+        f"INFO:root:[step {step}]\tmlm_loss=7.0\tlatency={ms:.1f} ms/batch\n" for step, ms in steps
+    )
+
+
+def both(log_format: str, text: str, horizon: int = 120) -> tuple[ParsedRun, ParsedRun]:
+    """The log parsed without a horizon and with one."""
+    ctx = LogContext(4, 2)
+    return parse_log(log_format, text, ctx), parse_log(
+        log_format, text, LogContext(4, 2, 1, horizon)
+    )
+
+
+def outcome(run: ParsedRun, horizon: int = 120) -> tuple:
+    """What a horizon must not change: notes, malformed lines, reach, the windows."""
+    return run.notes, run.malformed, run.marks[-1].step, windows(run.marks, horizon)
+
+
+def test_late_lines_of_another_rank_past_the_horizon(
+    tiny_limits: Callable[[int, int], None],
+) -> None:
+    """A second rank's lines that come in a block after the first rank's: those of intervals
+    already folded are taken as repeats, without their (longer) times; the rest is as before."""
+    tiny_limits(8, 4)
+    rank0 = [(100 * k, 100 * k + 100, 10.0) for k in range(300)]
+    rank1 = [(a, b, 12.0) for a, b, _ in rank0]
+    full, kept = both("keras_time_history", keras_log(rank0 + rank1))
+    assert outcome(kept) == outcome(full) == ([], 0, 30_000, outcome(full)[3])
+    # up to the horizon the slower rank's times; past it, for the folded intervals, rank 0's
+    assert full.marks[-1].time == pytest.approx(300 * 12.0)
+    assert kept.marks[-1].time == pytest.approx(2 * 12.0 + 290 * 10.0 + 8 * 12.0)
+
+    steps0 = [(10 * k, 100.0) for k in range(1, 300)]
+    steps1 = [(step, 120.0) for step, _ in steps0]
+    full, kept = both("gluonnlp", gluonnlp_log(steps0 + steps1))
+    assert outcome(kept) == outcome(full)
+    assert kept.marks[-1].time < full.marks[-1].time
+
+
+def test_out_of_order_and_repeated_lines_within_pending_are_as_before(
+    tiny_limits: Callable[[int, int], None],
+) -> None:
+    tiny_limits(8, 4)
+    rows = [(100 * k, 100 * k + 100, 10.0 + k % 3) for k in range(200)]
+    mixed = []
+    for i in range(0, len(rows), 4):  # each block of 4 backwards, each line twice
+        for row in reversed(rows[i : i + 4]):
+            mixed += [row, (row[0], row[1], row[2] + 1)]
+    full, kept = both("keras_time_history", keras_log(mixed))
+    check_horizon(full, kept, 120, 0, "keras")
+    steps = [(10 * k, 100.0 + k % 5) for k in range(1, 200)]
+    mixed_steps = [s for i in range(0, len(steps), 4) for s in reversed(steps[i : i + 4])]
+    full, kept = both("gluonnlp", gluonnlp_log(mixed_steps + mixed_steps))
+    check_horizon(full, kept, 120, 0, "gluonnlp")
+
+
+def test_gaps_past_the_horizon(tiny_limits: Callable[[int, int], None]) -> None:
+    """A gap stops the chain, as before; a late line that fills it (another rank's, after the
+    rest) joins the runs again; past RUNS runs apart, the furthest are dropped."""
+    tiny_limits(4, 3)
+    rows = [(100 * k, 100 * k + 100, 10.0) for k in range(100)]
+    holes = [rows[k] for k in (30, 50, 70)]
+    gappy = [row for row in rows if row not in holes]
+    full, kept = both("keras_time_history", keras_log(gappy))
+    assert outcome(kept) == outcome(full)
+    assert full.notes == [
+        "no throughput line covers steps 3000..3100; marks after step 3000 unused"
+    ]
+    full, kept = both("keras_time_history", keras_log(gappy + holes[:2]))
+    assert outcome(kept) == outcome(full)
+    assert full.notes == [
+        "no throughput line covers steps 7000..7100; marks after step 7000 unused"
+    ]
+    # four runs apart: the last is dropped, so that filling every gap reaches where it began
+    full, kept = both("keras_time_history", keras_log(gappy + holes))
+    assert (full.notes, full.marks[-1].step) == ([], 10_000)
+    assert kept.notes == [
+        "intervals from step 7100 on not kept (more than 3 runs of them apart past the "
+        "horizon); marks after step 7100 unused"
+    ]
+    assert windows(kept.marks, 120) == windows(full.marks, 120)
+
+    steps = [(10 * k, 100.0) for k in range(1, 100)]
+    missing = [steps[k] for k in (30, 50, 70)]
+    gappy_steps = [step for step in steps if step not in missing]
+    for late in ([], missing[:2]):
+        full, kept = both("gluonnlp", gluonnlp_log(gappy_steps + late))
+        assert outcome(kept) == outcome(full)
+        assert full.notes  # the chain stops at a gap
+
+
+def test_overlapping_lines_past_the_horizon(tiny_limits: Callable[[int, int], None]) -> None:
+    """Rows that overlap the chain count as malformed, as before; a late one counts so even
+    where it would have come first in the chain (the same start, an earlier end)."""
+    tiny_limits(4, 3)
+    rows = [(100 * k, 100 * k + 100, 10.0) for k in range(100)]
+    for odd in [(50, 170, 1.0), (110, 150, 1.0), (5000, 5150, 1.0), (5000, 5100, 1.0)]:
+        in_place = rows[:52] + [odd] + rows[52:]
+        full, kept = both("keras_time_history", keras_log(in_place))
+        assert outcome(kept) == outcome(full), odd
+    full, kept = both("keras_time_history", keras_log([*rows, (5000, 5050, 1.0)]))
+    malformed = "1 malformed or out-of-order Keras TimeHistory lines ignored"
+    gap = "no throughput line covers steps 5050..5100; marks after step 5050 unused"
+    assert (full.notes, full.malformed, full.marks[-1].step) == ([gap, malformed], 1, 5050)
+    assert (kept.notes, kept.malformed, kept.marks[-1].step) == ([malformed], 1, 10_000)
+    assert windows(kept.marks, 120) == windows(full.marks, 120)
+
+
+def test_a_late_step_between_two_steps_shortens_the_interval(
+    tiny_limits: Callable[[int, int], None],
+) -> None:
+    """gluon-nlp's interval is the smallest gap between steps: a late step between two folded
+    ones shortens it as before (the chain then stops at the first wider gap), unless it comes
+    past the runs kept (RUNS)."""
+    tiny_limits(4, 3)
+    steps = [(10 * k, 100.0) for k in range(1, 100)]
+    first_gap = "no throughput line covers steps 10..15; marks after step 10 unused"
+    full, kept = both("gluonnlp", gluonnlp_log([*steps, (555, 100.0)]))
+    assert outcome(kept) == outcome(full)
+    assert full.notes == [first_gap]
+    # four runs apart (the last, from step 710, dropped); a late step in the third is seen,
+    # one in the fourth is not
+    gappy = [step for step in steps if step[0] not in (300, 500, 700)]
+    full, kept = both("gluonnlp", gluonnlp_log([*gappy, (555, 100.0)]))
+    assert outcome(kept) == outcome(full)
+    assert full.notes == [first_gap]
+    full, kept = both("gluonnlp", gluonnlp_log([*gappy, (905, 100.0)]))
+    assert full.notes == [first_gap]
+    assert kept.notes == ["no throughput line covers steps 290..300; marks after step 290 unused"]
+    assert outcome(kept) == outcome(both("gluonnlp", gluonnlp_log(gappy))[0])
 
 
 def test_a_horizon_bounds_a_clocked_log(tmp_path: Path) -> None:
@@ -355,6 +558,27 @@ def test_a_horizon_bounds_a_clocked_log(tmp_path: Path) -> None:
 
     assert peak(big) - peak(small) < 1 << 14
     assert len(parse_file(big, "absl_train_step", ctx).marks) == 121
+
+
+@pytest.mark.parametrize("log_format", INTERVALS)
+def test_a_horizon_bounds_an_interval_log(log_format: str, tmp_path: Path) -> None:
+    """Two ranks' lines for every interval: with a horizon, 4000 intervals or 16000 hold the
+    same (the rows of the last PENDING intervals, one run), without one four times as much."""
+    small, big = tmp_path / "small.log", tmp_path / "big.log"
+    for path, intervals in ((small, 4000), (big, 16000)):
+        path.write_text("\n".join(MAKERS[log_format](intervals, 2)) + "\n", encoding="utf-8")
+
+    def peak(path: Path, ctx: LogContext) -> int:
+        return peak_bytes(lambda: parse_chunks(log_format, file_chunks(path, 1 << 14), ctx))
+
+    ctx = LogContext(32, 8, horizon=120)
+    assert peak(big, ctx) - peak(small, ctx) < 1 << 16  # (the pending dict's table: 37 kB)
+    assert peak(big, LogContext(32, 8)) > 3 * peak(big, ctx)
+    kept = parse_file(big, log_format, ctx)
+    assert len(kept.marks) <= 120 // 10 + 3 and not kept.notes
+    last = parse_file(big, log_format, LogContext(32, 8)).marks[-1]
+    assert kept.marks[-1].step == last.step
+    assert kept.marks[-1].time == pytest.approx(last.time, rel=1e-12)
 
 
 # ------------------------------------------------------------------ memory

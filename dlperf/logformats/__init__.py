@@ -8,12 +8,17 @@ their format.
 
 Logs are read once, streaming (`dlperf.logformats.reading`): `parse_file` holds a few chunks of
 the text (about 10 MB), whatever its size; lines of other programs' output cost nothing more.
-What grows is what the throughput lines give, as before: a mark per line or interval and a loss
-per line where the format has one (about 170 bytes a line), and, for the formats that merge
-intervals or ranks, a row per logged interval while the log is read (the marks are made from
-the rows, which are dropped as they are used: about 250-400 bytes per interval at the peak).
-Formats that use only the first epoch keep no marks for the later ones; losses are kept for
-every line. `benchmarks/parse_logs.py` measures both.
+Without a horizon (`LogContext.horizon`, the window's end), what grows is what the throughput
+lines give: a mark per line or interval and a loss per line where the format has one (about
+170 bytes a line), and, for the formats that merge intervals or ranks, a row per logged
+interval while the log is read (the marks are made from the rows, which are dropped as they
+are used: about 250-400 bytes per interval at the peak). With a horizon, the formats timed by
+a clock and the interval formats (keras_time_history, gluonnlp) keep the same memory however
+long the log (marks and losses up to the horizon, then one mark; the interval formats hold
+the rows of the last `common.PENDING` intervals and fold older ones into runs). What still
+grows with a horizon: the formats that use only the first epoch (mxnet_speed, paddle,
+pytorch_examples) keep a mark or row per logged step of it, whatever the horizon, but nothing
+for the later ones. `benchmarks/parse_logs.py` measures both.
 """
 
 from __future__ import annotations

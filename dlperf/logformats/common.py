@@ -6,7 +6,8 @@ Upstream scripts report throughput in one of three shapes, and each becomes step
 - intervals (`between steps 100 and 200: 39.1 s`, `Speed: 1234 samples/sec` over a batch range):
   `IntervalTable` merges them as they are read and `intervals_to_marks` chains them into
   cumulative marks; lines that several ranks printed for the same interval are merged (samples
-  added when each rank counts its own, elapsed = slowest);
+  added when each rank counts its own, elapsed = slowest); past a horizon, in bounded memory
+  (`LogContext`; gluon-nlp's steps: `PastSteps`);
 - timestamps (a Unix time or a dated clock per line): `ClockMarks`, where a time of day
   without a date rolls over at midnight (`DayClock`);
 - cumulative averages (`Time 0.123 (0.456)`: running mean per step since the epoch began).
@@ -17,6 +18,8 @@ throughput line only a few numbers (a row per interval or logged step, a mark), 
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -31,12 +34,47 @@ Counts = Literal["global", "rank"]  # a line's samples/rate: the whole job's, or
 @dataclass(frozen=True)
 class LogContext:
     """Facts a log leaves out: the per-device batch and how many devices ran, and optionally
-    the step the measurement window ends at (`horizon`). With one, every format keeps at most
-    that many losses, and the formats timed by a clock (whose marks each follow from the one
-    before) keep the marks up to the first one at or past it as they are and merge all later
-    ones into one, the furthest step the log reaches: their memory then stays the same however
-    long the log. (Formats that merge intervals need every interval to chain them, and keep
-    them all.)"""
+    the step the measurement window ends at (`horizon`).
+
+    With a horizon, every format keeps at most that many losses; the formats timed by a clock
+    and the interval formats (keras_time_history, gluonnlp) keep their marks up to the first
+    one at or past the horizon as they are and merge all later ones into one: the furthest
+    step the chain reaches, its time, and the samples since the mark before. Their memory then
+    stays the same however long the log, and the window (`stats.window_throughput`: marks up
+    to the horizon) is the one without a horizon. (The formats that use only their first epoch
+    keep its marks or rows whatever the horizon.)
+
+    The interval formats need every interval to chain them. They keep the rows that start
+    before the horizon as they are (gluon-nlp: the steps up to it and the first after it) and,
+    past it, the rows of the last `PENDING` intervals read, merged as without a horizon (the
+    lines of several ranks for one interval, rows out of order, overlapping rows). Older rows
+    are folded, in order, into runs of contiguous intervals (`RUNS` at most): where a run
+    starts and ends, its sums, how many rows overlapped it. The reach, the notes, the
+    malformed count and the rank scaling are then those without a horizon, unless a row past
+    the horizon comes after `PENDING` later intervals were read (a rank whose lines come in a
+    block after another's). Exact answers for such a late row would need every row kept:
+
+    - one that repeats an interval of a run is another rank's line for it, as before, but it
+      leaves the run as it is: its time does not raise the run's, its samples are not added
+      where each rank counts its own, and it does not count as one more rank for the scaling
+      (the merged mark, never the window, then has the earlier lines' time and samples);
+    - one that otherwise overlaps a run counts as malformed, even where it would have been
+      chained first (the same start as one of the run's rows, an earlier end) and, in a run
+      whose intervals differ in length, where it repeats one of them; one that overlaps the
+      rows before the horizon counts as malformed every time it comes;
+    - one that starts where a run ends, ends where one starts, or lies between runs extends,
+      joins or starts a run: a gap it fills is filled as without a horizon; a gluon-nlp step
+      between two of a run's shortens the interval as without a horizon;
+    - a row before the horizon is always kept as it is, but if one comes that late and moves
+      where their chain ends, the rows folded before it stay placed against the chain as it
+      was: those that started inside it count as malformed, and a run that the new chain
+      ends inside of is taken whole.
+
+    Past `RUNS` runs apart (more than `RUNS` gaps past the horizon) the furthest are dropped.
+    The chain stops at the first gap anyway, so nothing changes unless late rows fill every
+    gap up to the dropped runs: the chain then stops where they began, with a note saying so,
+    and a late gluon-nlp step among them no longer shortens the interval (the one case where
+    the window can differ from the one without a horizon: that interval sets every mark)."""
 
     batch_size: int
     devices_per_node: int = 1
@@ -227,21 +265,35 @@ def finite(value: str | float) -> float | None:
     return number if math.isfinite(number) else None
 
 
+# Past a horizon (see LogContext): the rows of the last PENDING intervals read are merged as they
+# are, older ones are folded into at most RUNS runs of contiguous intervals. The tests lower them.
+PENDING = 1024
+RUNS = 64
+
+
 class IntervalTable:
     """Intervals merged as they are read: per (start, end), how many lines gave it, the sum
     and the largest of their samples, and the longest elapsed time. Lines with no interval,
-    time or samples are counted as malformed and kept out."""
+    time or samples are counted as malformed and kept out. With a `horizon`, the rows that
+    start at or past it go to a `_PastIntervals`, in bounded memory (see `LogContext`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, horizon: int | None = None) -> None:
         self.rows: dict[tuple[int, int], list] = {}  # [lines, samples sum, max, elapsed]
         self.malformed = 0
+        self.horizon = horizon
+        self.past = None if horizon is None else _PastIntervals(self)
+        self._end: int | None | bool = False  # kept_end's answer; False: to be worked out
 
     def add(self, start: int, end: int, samples: float, elapsed_s: float) -> None:
         """One line's interval."""
         if end > start and elapsed_s > 0 and samples > 0:
+            if self.past is not None and start >= self.horizon:
+                self.past.add((start, end), samples, elapsed_s)
+                return
             row = self.rows.get((start, end))
             if row is None:
                 self.rows[(start, end)] = [1, samples, samples, elapsed_s]
+                self._end = False
             else:
                 row[0] += 1
                 row[1] += samples
@@ -257,6 +309,378 @@ class IntervalTable:
         for _ in range(lines):
             self.add(start, end, samples, elapsed_s)
 
+    def kept_end(self) -> int | None:
+        """Where the chain of the rows kept as they are ends, as it stands (None: no rows)."""
+        if self._end is False:
+            last = None
+            for start, end in sorted(self.rows):
+                if last is None or start == last:
+                    last = end
+                elif start > last:
+                    break
+            self._end = last
+        return self._end
+
+
+class _Run:
+    """Contiguous intervals folded into one: where they start and end, the sums of their
+    samples (each row's sum over lines and its largest) and times, the rows that overlapped
+    them (malformed), how many rows in all, and the rows' common length (0: lengths differ)."""
+
+    __slots__ = ("start", "end", "total", "largest", "elapsed", "malformed", "rows", "length")
+
+    def __init__(self, start: int, end: int, row: list) -> None:
+        self.start, self.end = start, end
+        _, self.total, self.largest, self.elapsed = row
+        self.malformed = 0
+        self.rows = 1
+        self.length = end - start
+
+    def absorb(self, other: _Run) -> None:
+        """`other`, which starts where this run ends, joins it."""
+        self.end = other.end
+        self.total += other.total
+        self.largest += other.largest
+        self.elapsed += other.elapsed
+        self.malformed += other.malformed
+        self.rows += other.rows
+        if other.length != self.length:
+            self.length = 0
+
+
+class _PastIntervals:
+    """An `IntervalTable`'s rows past its horizon, in bounded memory: the rows of the last
+    `PENDING` intervals as they are (so that lines repeated by several ranks merge, and rows
+    that arrive out of order are put in order), older ones folded in order into runs of
+    contiguous intervals (see `LogContext`)."""
+
+    def __init__(self, table: IntervalTable) -> None:
+        self.table = table
+        self.pending: dict[tuple[int, int], list] = {}  # as IntervalTable.rows
+        self.heap: list[tuple[int, int]] = []  # the pending keys
+        self.frontier: tuple[int, int] | None = None  # the last interval folded
+        self.runs: list[_Run] = []  # in order, apart
+        self.cut: int | None = None  # where the runs dropped past RUNS began
+        self.overlaps = 0  # rows folded that start inside the kept rows' chain
+        self.ranks = 0  # the most lines of one interval folded
+
+    def add(self, key: tuple[int, int], samples: float, elapsed_s: float) -> None:
+        row = self.pending.get(key)
+        if row is not None:
+            row[0] += 1
+            row[1] += samples
+            if samples > row[2]:
+                row[2] = samples
+            if elapsed_s > row[3]:
+                row[3] = elapsed_s
+        elif self.frontier is None or key > self.frontier:
+            self.pending[key] = [1, samples, samples, elapsed_s]
+            heapq.heappush(self.heap, key)
+            if len(self.heap) > PENDING:
+                first = heapq.heappop(self.heap)
+                self._fold(first, self.pending.pop(first))
+        else:
+            self._late(key, [1, samples, samples, elapsed_s])
+
+    def _fold(self, key: tuple[int, int], row: list) -> None:
+        """The next interval in order (every one folded before it is smaller)."""
+        self.frontier = key
+        if row[0] > self.ranks:
+            self.ranks = row[0]
+        start, end = key
+        if self.cut is not None and end > self.cut:
+            return
+        kept_end = self.table.kept_end()
+        if kept_end is not None and start < kept_end:
+            self.overlaps += 1
+            return
+        runs = self.runs
+        last = runs[-1] if runs else None
+        if last is not None and start < last.end:
+            last.malformed += 1  # overlaps the run: after the row chained before it
+            last.rows += 1
+        elif last is not None and start == last.end:
+            last.absorb(_Run(start, end, row))
+        else:
+            self._insert(len(runs), _Run(start, end, row))
+
+    def _late(self, key: tuple[int, int], row: list) -> None:
+        """A row that comes after later ones were folded (see `LogContext`)."""
+        start, end = key
+        if self.cut is not None and end > self.cut:
+            return
+        kept_end = self.table.kept_end()
+        if kept_end is not None and start < kept_end:
+            self.overlaps += 1
+            return
+        runs = self.runs
+        i = bisect.bisect_right(runs, start, key=_start) - 1
+        x = runs[i] if i >= 0 else None
+        y = runs[i + 1] if i + 1 < len(runs) else None
+        if x is not None and start < x.end:
+            span = x.length
+            if end <= x.end and span == end - start and (start - x.start) % span == 0:
+                return  # one of the run's intervals, from another rank
+            x.malformed += 1
+            x.rows += 1
+        elif y is not None and end > y.start:
+            y.malformed += 1
+            y.rows += 1
+        elif x is not None and start == x.end:
+            x.absorb(_Run(start, end, row))
+            if y is not None and end == y.start:
+                x.absorb(y)
+                del runs[i + 1]
+        elif y is not None and end == y.start:
+            new = _Run(start, end, row)
+            new.absorb(y)
+            runs[i + 1] = new
+        else:
+            self._insert(i + 1, _Run(start, end, row))
+
+    def _insert(self, index: int, run: _Run) -> None:
+        runs = self.runs
+        runs.insert(index, run)
+        if len(runs) > RUNS:
+            self.cut = runs.pop().start
+
+    def most_lines(self) -> int:
+        """The most lines of one interval past the horizon (rows that came late not counted)."""
+        return max([self.ranks, *(row[0] for row in self.pending.values())])
+
+    def pieces(
+        self, scale: float, rank: bool
+    ) -> Iterator[tuple[int, int, float, float, int, int, bool]]:
+        """The runs, then the pending rows, in order: (start, end, samples, elapsed, malformed
+        rows, rows, whether it is a run), each dropped as it is given."""
+        runs, self.runs = self.runs, []
+        for r in runs:
+            samples = r.total * scale if rank else r.largest
+            yield r.start, r.end, samples, r.elapsed, r.malformed, r.rows, True
+        pending, cut = self.pending, self.cut
+        for key in sorted(pending):
+            _, total, largest, elapsed = pending.pop(key)
+            if cut is None or key[1] <= cut:
+                yield key[0], key[1], total * scale if rank else largest, elapsed, 0, 1, False
+
+
+class _Steps:
+    """Logged steps folded into one: the first and last, their spacing (0: one step so far),
+    how many, the first one's time per step and the sum of them all; a step with no usable
+    line stays alone (`usable` False)."""
+
+    __slots__ = ("start", "last", "every", "n", "first", "total", "usable")
+
+    def __init__(self, step: int, row: list) -> None:
+        self.start = self.last = step
+        self.every = 0
+        self.n = 1
+        self.usable = row[0] > 0
+        self.first = self.total = row[1]
+
+    def joins(self, step: int) -> bool:
+        """Whether `step`, past the last, continues the spacing."""
+        return self.usable and (self.n == 1 or step - self.last == self.every)
+
+    def append(self, step: int, per_step: float) -> None:
+        if self.n == 1:
+            self.every = step - self.last
+        self.last = step
+        self.n += 1
+        self.total += per_step
+
+    def absorb(self, other: _Steps) -> None:
+        """`other`, whose steps continue this one's spacing, joins it."""
+        if self.n == 1:
+            self.every = other.start - self.last
+        self.last = other.last
+        self.n += other.n
+        self.total += other.total
+
+
+class PastSteps:
+    """Logged steps past the horizon, for a format whose interval is known only at the end (the
+    smallest gap between logged steps, gluon-nlp's), in bounded memory: the first step past
+    the horizon and the last `PENDING` steps read as they are (per step [usable lines, the
+    longest time per step], as the format keeps them), older ones folded in order into runs at
+    a constant spacing, and the smallest gap between the steps folded (see `LogContext`)."""
+
+    def __init__(self) -> None:
+        self.first: tuple[int, list] | None = None  # the lowest step past the horizon
+        self.pending: dict[int, list] = {}
+        self.heap: list[int] = []
+        self.frontier: int | None = None  # the last step folded
+        self.low: int | None = None  # the lowest step folded
+        self.gap: int | None = None  # the smallest gap between steps folded
+        self.runs: list[_Steps] = []
+        self.cut: int | None = None  # where the runs dropped past RUNS began
+
+    def add(self, step: int, per_step: float) -> None:
+        """One line: its step and time per step (0 when the line gives no time)."""
+        first = self.first
+        if first is None or step < first[0]:
+            self.first = (step, [1, per_step] if per_step > 0 else [0, 0.0])
+            if first is not None:
+                self._place(*first)
+            return
+        row = first[1] if step == first[0] else self.pending.get(step)
+        if row is not None:
+            if per_step > 0:
+                row[0] += 1
+                if per_step > row[1]:
+                    row[1] = per_step
+            return
+        self._place(step, [1, per_step] if per_step > 0 else [0, 0.0])
+
+    def _place(self, step: int, row: list) -> None:
+        """A step not read before (but as a late step)."""
+        if self.frontier is None or step > self.frontier:
+            self.pending[step] = row
+            heapq.heappush(self.heap, step)
+            if len(self.heap) > PENDING:
+                first = heapq.heappop(self.heap)
+                self._fold(first, self.pending.pop(first))
+        else:
+            self._late(step, row)
+
+    def _gap(self, gap: int) -> None:
+        if self.gap is None or gap < self.gap:
+            self.gap = gap
+
+    def _fold(self, step: int, row: list) -> None:
+        """The next step in order (every one folded before it is lower)."""
+        if self.frontier is None:
+            self.low = step
+        else:
+            self._gap(step - self.frontier)
+        self.frontier = step
+        if self.cut is not None:
+            return
+        runs = self.runs
+        if runs and row[0] and runs[-1].joins(step):
+            runs[-1].append(step, row[1])
+        else:
+            self._insert(len(runs), _Steps(step, row))
+
+    def _late(self, step: int, row: list) -> None:
+        """A step lower than one folded already (see `LogContext`)."""
+        if self.cut is not None and step >= self.cut:
+            return
+        runs = self.runs
+        i = bisect.bisect_right(runs, step, key=_start) - 1
+        x = runs[i] if i >= 0 else None
+        if x is not None and step <= x.last:
+            off = (step - x.start) % x.every if x.every else step - x.start
+            if off == 0:
+                return  # a step of the run, from another rank
+            # a step between two of the run's: the run splits around it
+            below = step - off
+            above = below + x.every
+            self._gap(step - below)
+            self._gap(above - step)
+            right = _Steps(above, [1, x.total / x.n])  # (its times: an estimate)
+            right.usable = x.usable
+            if x.last > above:
+                right.every = x.every
+                right.last = x.last
+                right.n = (x.last - above) // x.every + 1
+                right.total = x.total / x.n * right.n
+            x.n -= right.n
+            x.last = below
+            x.total -= right.total
+            if x.n == 1:
+                x.every = 0
+            runs.insert(i + 1, right)
+            self._insert(i + 1, _Steps(step, row))
+            return
+        y = runs[i + 1] if i + 1 < len(runs) else None
+        if x is None:
+            self.low = step
+        else:
+            self._gap(step - x.last)
+        above = y.start if y is not None else self.cut
+        if above is not None:
+            self._gap(above - step)
+        new = _Steps(step, row)
+        if x is not None and row[0] and x.joins(step):
+            x.append(step, row[1])
+            if y is not None and y.usable and x.joins(y.start) and (y.n == 1 or y.every == x.every):
+                x.absorb(y)
+                del runs[i + 1]
+        elif y is not None and new.joins(y.start) and y.joins(y.last + y.start - step):
+            new.absorb(y)
+            runs[i + 1] = new
+        else:
+            self._insert(i + 1, new)
+
+    def _insert(self, index: int, run: _Steps) -> None:
+        runs = self.runs
+        runs.insert(index, run)
+        while len(runs) > RUNS:
+            self.cut = runs.pop().start
+
+    def interval(self, kept: Iterable[int]) -> int | None:
+        """The smallest gap between logged steps: `kept` (those up to the horizon) and these."""
+        steps = sorted(kept)
+        if self.first is not None:
+            steps.append(self.first[0])
+        gaps = [b - a for a, b in zip(steps, steps[1:], strict=False)]
+        previous = steps[-1] if steps else None
+        if self.frontier is not None:
+            if previous is not None:
+                gaps.append(self.low - previous)
+            if self.gap is not None:
+                gaps.append(self.gap)
+            previous = self.frontier
+        for step in sorted(self.pending):
+            if previous is not None:
+                gaps.append(step - previous)
+            previous = step
+        return min(gaps) if gaps else None
+
+    def pieces(self) -> Iterator[tuple[int, list] | _Steps]:
+        """The first step, the runs, then the pending steps, in order (each dropped as it is
+        given); after the runs, if runs were dropped, the step where they began, as (cut, None)."""
+        if self.first is not None:
+            yield self.first
+        runs, self.runs = self.runs, []
+        yield from runs
+        if self.cut is not None:
+            yield self.cut, None
+            return
+        pending = self.pending
+        for step in sorted(pending):
+            yield step, pending.pop(step)
+
+
+def _start(run: _Run | _Steps) -> int:
+    return run.start
+
+
+class HorizonMarks:
+    """Marks appended to a run's: those up to the first one at or past the horizon as they
+    are, later ones merged into one (the last step and time, the samples since the first)."""
+
+    def __init__(self, run: ParsedRun, horizon: int) -> None:
+        self.marks = run.marks
+        self.horizon = horizon
+        self.anchor = -1  # the index of the first mark at or past the horizon
+        self.since = 0.0  # samples after it
+
+    def add(self, step: int, time: float, samples: float) -> None:
+        marks = self.marks
+        if self.anchor < 0:
+            marks.append(Mark(step, time, samples))
+            if step >= self.horizon:
+                self.anchor = len(marks) - 1
+            return
+        self.since += samples
+        mark = Mark(step, time, self.since)
+        if len(marks) - 1 == self.anchor:
+            marks.append(mark)
+        else:
+            marks[-1] = mark
+
 
 def intervals_to_marks(
     table: IntervalTable, counts: Counts, ctx: LogContext, run: ParsedRun
@@ -270,10 +694,15 @@ def intervals_to_marks(
     (a missing interval), since the time across it is unknown.
     """
     run.malformed += table.malformed
-    merged = table.rows
-    if not merged:
-        return
-    ranks_seen = max(row[0] for row in merged.values())
+    merged, past = table.rows, table.past
+    if past is None:
+        if not merged:
+            return
+        ranks_seen = max(row[0] for row in merged.values())
+    else:
+        if not (merged or past.pending or past.runs):
+            return
+        ranks_seen = max([past.most_lines(), *(row[0] for row in merged.values())])
     scale = 1.0
     if counts == "rank" and ranks_seen < ctx.world_size:
         scale = ctx.world_size / ranks_seen
@@ -281,7 +710,10 @@ def intervals_to_marks(
             f"the log has per-rank rates from {ranks_seen} of {ctx.world_size} ranks; "
             f"samples scaled by {scale:g} assuming the other ranks kept the same pace"
         )
-    chain_intervals(_merged(merged, scale, counts == "rank"), run)
+    if past is None:
+        chain_intervals(_merged(merged, scale, counts == "rank"), run)
+    else:
+        _chain_past(table, past, scale, counts == "rank", run)
 
 
 def _merged(
@@ -308,13 +740,68 @@ def chain_intervals(rows: Iterable[tuple[int, int, float, float]], run: ParsedRu
             run.malformed += 1  # overlaps what is already chained (a restarted log)
             continue
         if start > last:
-            run.notes.append(
-                f"no throughput line covers steps {last}..{start}; marks after step {last} unused"
-            )
+            gap_note(run, last, start)
             break
         time += elapsed
         marks.append(Mark(end, time, samples))
         last = end
+
+
+def gap_note(run: ParsedRun, last: int, start: int) -> None:
+    run.notes.append(
+        f"no throughput line covers steps {last}..{start}; marks after step {last} unused"
+    )
+
+
+def cut_note(run: ParsedRun, last: int, cut: int) -> None:
+    """The chain reached the runs dropped past `RUNS` (see `LogContext`)."""
+    run.notes.append(
+        f"intervals from step {cut} on not kept (more than {RUNS} runs of them apart past the "
+        f"horizon); marks after step {last} unused"
+    )
+
+
+def _chain_past(
+    table: IntervalTable, past: _PastIntervals, scale: float, rank: bool, run: ParsedRun
+) -> None:
+    """`chain_intervals` over a table with a horizon: its kept rows, then what is past it."""
+    marks = HorizonMarks(run, table.horizon)
+    time = 0.0
+    last: int | None = None
+    for start, end, samples, elapsed in _merged(table.rows, scale, rank):
+        if last is None:
+            last = start
+            marks.add(start, 0.0, 0.0)
+        if start < last:
+            run.malformed += 1
+            continue
+        if start > last:
+            gap_note(run, last, start)
+            return
+        time += elapsed
+        marks.add(end, time, samples)
+        last = end
+    run.malformed += past.overlaps  # they start inside the chain above, before its end
+    for start, end, samples, elapsed, malformed, rows, whole in past.pieces(scale, rank):
+        if last is None:
+            last = start
+            marks.add(start, 0.0, 0.0)
+        if start < last and (end <= last or not whole):
+            run.malformed += rows
+            continue
+        # (a run that starts inside the chain and ends past it is taken whole)
+        if start > last:
+            gap_note(run, last, start)
+            return
+        time += elapsed
+        run.malformed += malformed
+        marks.add(end, time, samples)
+        last = end
+    if past.cut is not None and last is not None:
+        if last < past.cut:
+            gap_note(run, last, past.cut)
+        else:
+            cut_note(run, last, past.cut)
 
 
 # ------------------------------------------------------------------ clocks

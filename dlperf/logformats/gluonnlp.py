@@ -11,15 +11,20 @@ batch, so each line is the whole job's step and the slowest rank's time is kept.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator
 
 from dlperf.events import ParsedRun
 from dlperf.logformats.common import (
+    HorizonMarks,
     LogContext,
+    PastSteps,
     chain_intervals,
+    cut_note,
     finish,
+    gap_note,
     logging_interval,
 )
 
@@ -56,8 +61,11 @@ def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
     global_batch = ctx.global_batch
     # step -> [lines, the longest time per step]: the interval is known only at the end, and
-    # the slowest line of a step is the slowest once multiplied by it
+    # the slowest line of a step is the slowest once multiplied by it; with a horizon, the
+    # steps up to it (the later ones: `past`)
     steps: dict[int, list] = {}
+    past = None if ctx.horizon is None else PastSteps()
+    beyond = math.inf if ctx.horizon is None else ctx.horizon
     unusable = 0  # lines whose interval would have no samples or no time
     loss_in, losses, most = LOSS.search, run.losses, ctx.horizon
     for step, body, latency in _lines(texts):
@@ -78,9 +86,14 @@ def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
             if math.isfinite(value):
                 losses.append(value)
         step = int(step)
-        row = steps.get(step)
-        if not (per_step > 0 and global_batch > 0):
+        usable = per_step > 0 and global_batch > 0
+        if not usable:
             unusable += 1
+        if step > beyond:
+            past.add(step, per_step if usable else 0.0)
+            continue
+        row = steps.get(step)
+        if not usable:
             if row is None:
                 steps[step] = [0, 0.0]
         elif row is None:
@@ -89,8 +102,58 @@ def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
             row[0] += 1
             if per_step > row[1]:
                 row[1] = per_step
-    interval = logging_interval(steps) or 1
-    samples = interval * global_batch
     run.malformed += unusable
-    chain_intervals(_merged(steps, interval, samples), run)
+    if past is None:
+        interval = logging_interval(steps) or 1
+        chain_intervals(_merged(steps, interval, interval * global_batch), run)
+    else:
+        _chain_past(steps, past, ctx, run)
     return finish(run, "gluon-nlp [step N] lines")
+
+
+def _chain_past(steps: dict[int, list], past: PastSteps, ctx: LogContext, run: ParsedRun) -> None:
+    """`chain_intervals(_merged(...))` with a horizon: the steps up to it, then those past it
+    (see `LogContext`)."""
+    interval = past.interval(steps) or 1
+    samples = interval * ctx.global_batch
+    marks = HorizonMarks(run, ctx.horizon)
+    time = 0.0
+    last: int | None = None
+    kept = ((step, steps.pop(step)) for step in sorted(steps))
+    for piece in itertools.chain(kept, past.pieces()):
+        if isinstance(piece, tuple):
+            step, row = piece
+            if row is None:  # the runs dropped past RUNS begin here
+                if last is None:
+                    return
+                if step - interval > last:
+                    gap_note(run, last, step - interval)
+                else:
+                    cut_note(run, last, step)
+                return
+            count, per_step, n, every = row[0], row[1], 1, 0
+        else:
+            step, count, per_step = piece.start, piece.usable, piece.first
+            n, every = piece.n, piece.every
+        if not count:
+            continue
+        start = step - interval
+        if last is None:
+            last = start
+            marks.add(start, 0.0, 0.0)
+        if start < last:
+            run.malformed += 1  # (cannot happen: steps are at least an interval apart)
+            continue
+        if start > last:
+            gap_note(run, last, start)
+            return
+        time += per_step * interval
+        marks.add(step, time, samples)
+        last = step
+        if n > 1:
+            if every != interval:
+                gap_note(run, last, step + every - interval)
+                return
+            time += (piece.total - per_step) * interval
+            last = piece.last
+            marks.add(last, time, samples * (n - 1))

@@ -31,7 +31,7 @@ LINE = re.compile(
 
 def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     run = ParsedRun()
-    table = IntervalTable()
+    table = IntervalTable(ctx.horizon)
     add, global_batch = table.add, ctx.global_batch
     for match in matches(LINE, texts):
         start, end = int(match["start"]), int(match["end"])
