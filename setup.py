@@ -10,5 +10,13 @@ ADAPTERS = sorted(
 )
 DATA = ["dlperf.third_party_scripts", "dlperf.patches"]  # manifests and patches (no code)
 setup(
-    packages=["dlperf", "dlperf.report", "dlperf.logformats", "dlperf.adapters", *ADAPTERS, *DATA]
+    packages=[
+        "dlperf",
+        "dlperf.report",
+        "dlperf.logformats",
+        "dlperf.importers",
+        "dlperf.adapters",
+        *ADAPTERS,
+        *DATA,
+    ]
 )

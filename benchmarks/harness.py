@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from dlperf.adapters.calibration import SCRIPT
-from dlperf.runner import resolve_spec, run_benchmark
+from dlperf.runner import run_benchmark
+from dlperf.spec import resolve_spec
 
 STEPS = 25  # smoke preset: skip 5 + measure 20
 

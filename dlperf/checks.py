@@ -19,7 +19,7 @@ from dlperf.adapters import adapter_names, get_adapter
 from dlperf.envs import ensure_env
 from dlperf.models import MODELS, get_model
 from dlperf.proc import run_process, tail
-from dlperf.runner import resolve_spec
+from dlperf.spec import resolve_spec
 
 FLOPS_TOLERANCE = 0.001  # relative; the formulas are analytic, so they should agree exactly
 

@@ -307,13 +307,8 @@ def run(
     ] = None,
 ) -> None:
     """Run one benchmark: every repeat in its own process, median of the repeats."""
-    from dlperf.runner import (
-        JobLaunch,
-        OfficialOptions,
-        RunCallbacks,
-        resolve_spec,
-        run_benchmark,
-    )
+    from dlperf.runner import JobLaunch, RunCallbacks, run_benchmark
+    from dlperf.spec import OfficialOptions, resolve_spec
 
     overrides = {
         "batch_size": batch_size,
@@ -791,7 +786,7 @@ def parse(
     if what in SUITES:
         paths = [Path(a) for a in args]
         if what == "mlperf":
-            from dlperf.mlperf import import_dirs
+            from dlperf.importers.loadgen import import_dirs
 
             imported = import_dirs(
                 paths,
@@ -802,7 +797,7 @@ def parse(
                 results_dir=results_dir,
             )
         else:
-            from dlperf.fambench import import_logs as import_fambench
+            from dlperf.importers.fambench import import_logs as import_fambench
 
             imported = import_fambench(
                 paths,
@@ -811,7 +806,7 @@ def parse(
                 results_dir=results_dir,
             )
     else:
-        from dlperf.official import import_logs
+        from dlperf.importers.dlperf_logs import import_logs
 
         if len(args) < 2:
             raise DlperfError(f"usage: dlperf parse {what} MODEL PATH... (logs or folders)")

@@ -1,5 +1,8 @@
 """Repeats of one benchmark: command -> launch -> parse -> stats -> store.
 
+Orchestration only: the spec and its adapter come from `dlperf.spec`; each finished process is
+classified and the result built by `dlperf.assemble`, with the machine facts probed here.
+
 Each repeat is its own process. Failures are results: a repeat that crashed, hung or logged too
 few steps is kept with a typed status and its log tail, and the other repeats still run.
 """
@@ -11,28 +14,25 @@ import dataclasses
 import os
 import re
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from dlperf import DlperfError, __version__, mlperf, system
-from dlperf.adapter import (
-    MICRO_COMMON,
-    MICRO_MODELS,
-    MICRO_OPTIONS,
-    Adapter,
-    WorkloadOption,
-    check_options,
-)
+from dlperf.adapter import Adapter
 from dlperf.adapters import get_adapter
+from dlperf.assemble import (
+    build_result,
+    classify,
+    described_workload,
+    make_repeat,
+    new_result_id,
+)
 from dlperf.envs import Env, InterpreterInfo, adopt_interpreter, describe_interpreter, ensure_env
 from dlperf.events import EVENTS_ENV, ParsedRun, merge_ranks, parse_events_file
 from dlperf.files import (
@@ -43,38 +43,19 @@ from dlperf.files import (
     storage_error,
 )
 from dlperf.launch import LAUNCHERS, resolve_hosts, through_launcher
-from dlperf.models import MODELS, PRESETS, get_model, preset_values
-from dlperf.official import prepare_official
 from dlperf.proc import ProcResult, run_process, tail
 from dlperf.redact import redact_value, stored_argv
 from dlperf.schema import (
-    MAX_KEY_CHARS,
     BenchmarkSpec,
     Environment,
     JobInfo,
     MachineLoad,
-    Metrics,
-    ModelInfo,
     Repeat,
     RepeatStatus,
     Result,
-    ResultStatus,
-    SourceInfo,
-    SummaryStats,
-    Window,
 )
-from dlperf.sources import find_manifest
-from dlperf.stats import (
-    PERCENTILES,
-    TooFewSteps,
-    WindowThroughput,
-    ZeroLengthWindow,
-    latency_percentiles,
-    noise_warnings,
-    percentile_name,
-    summarize,
-    window_throughput,
-)
+from dlperf.spec import OfficialOptions, adapter_for, check_spec
+from dlperf.stats import window_throughput
 from dlperf.store import result_dir, write_result
 
 STEP_LINE = re.compile(r"step (\d+)/")
@@ -83,131 +64,6 @@ LOADGEN_DIR_ENV = "DLPERF_LOADGEN_DIR"  # where a workload's LoadGen run writes 
 # pipe and scheduler jitter (milliseconds on a loaded machine) dominate short windows.
 OUTSIDE_CLOCK_TOLERANCE = 0.02
 OUTSIDE_CLOCK_SLACK_S = 0.05
-
-# Workload facts that must agree across repeats before their numbers may share a median (with
-# the digest of the interpreter's installed distributions, Repeat.env_digest).
-FINGERPRINT_KEYS = ("framework_version", "device", "device_name", "params", "python")
-
-
-def resolve_spec(
-    framework: str,
-    model: str,
-    *,
-    preset: str = "dlperf",
-    overrides: Mapping[str, object] | None = None,
-) -> BenchmarkSpec:
-    """Preset values for (model, precision), then explicit flags; validated before anything runs."""
-    adapter = get_adapter(framework)
-    if not adapter.runs(model):
-        known = ", ".join([*adapter.models, *adapter.micro_models])
-        raise DlperfError(f"{framework} has no model {model!r}; its models: {known}")
-    kind = get_model(model).kind
-    if preset not in PRESETS:
-        raise DlperfError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
-    given = {k: v for k, v in (overrides or {}).items() if v is not None}
-    if kind == "micro":  # a microbenchmark is its own implementation kind
-        if given.setdefault("impl", "micro") != "micro":
-            raise DlperfError(f"{model} is a microbenchmark: it runs with --impl micro only")
-    elif given.get("impl") == "micro":
-        raise DlperfError(
-            f"--impl micro runs microbenchmarks ({', '.join(MICRO_MODELS)}), not {model}"
-        )
-    p = preset_values(model, preset)
-    for shape, what in (("image_size", "image size"), ("seq_len", "sequence length")):
-        if given.get(shape) is not None and getattr(p, shape) is None:
-            takers = sorted(m for m, d in MODELS.items() if getattr(d.presets[preset], shape))
-            raise DlperfError(
-                f"{model} has no {what}: --{shape.replace('_', '-')} applies to "
-                f"{', '.join(takers)}; leave it out"
-            )
-    window = {"skip": p.skip, "measure": p.measure}
-    if given.get("impl") == "official":
-        # The upstream's own log cadence sets the window DLPerf measured it with.
-        manifest = find_manifest(framework, model, given.get("source"))
-        given["source"] = manifest.name
-        window = {"skip": manifest.window.skip, "measure": manifest.window.measure}
-    elif given.get("source"):
-        raise DlperfError("--source names an official implementation; add --impl official")
-    fields = {
-        "framework": framework,
-        "model": model,
-        "preset": preset,
-        **window,
-        "repeats": p.repeats,
-        "image_size": p.image_size,
-        "seq_len": p.seq_len,
-        "timeout_s": p.timeout_s,
-        "no_output_timeout_s": p.no_output_timeout_s,
-    }
-    fields.update(given)
-    if "batch_size" not in given:
-        fields["batch_size"] = p.batch_amp if fields.get("precision") == "amp" else p.batch_fp32
-    spec = BenchmarkSpec.checked(**fields)
-    spec = with_practice(adapter, spec)
-    check_spec(adapter, spec)
-    key = spec.config_key()
-    if len(key) > MAX_KEY_CHARS:  # it names the results folder: a file name's limit
-        raise DlperfError(
-            f"the configuration's name {key[:60]}... is longer than {MAX_KEY_CHARS} "
-            "characters (it names its results folder): shorten the --set values"
-        )
-    return spec
-
-
-def with_practice(adapter: Adapter, spec: BenchmarkSpec) -> BenchmarkSpec:
-    """`spec` with the framework's best-practice settings, named in `spec.practice` (a `--set`
-    of the same key wins: an ablation)."""
-    if spec.impl != "ootb":
-        return spec
-    defaults = adapter.practice(spec)
-    options = {k: v for k, v in spec.options.items() if k not in defaults}
-    practice = {**defaults, **{k: v for k, v in spec.options.items() if k in defaults}}
-    return spec.model_copy(update={"options": options, "practice": practice})
-
-
-def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
-    """What the adapter can run; official implementations are checked by their manifest."""
-    if spec.impl == "official":
-        if spec.options:
-            raise DlperfError(
-                "--set options belong to dlperf's own workloads; an official implementation "
-                "takes its settings from its manifest"
-            )
-        return
-    if spec.impl not in adapter.impls and not (spec.impl == "micro" and adapter.micro_models):
-        raise DlperfError(
-            f"{adapter.name} has no {spec.impl!r} implementation; "
-            f"it has: {', '.join(adapter.impls)}"
-        )
-    declared = option_declarations(adapter, spec.model)
-    check_options(f"{adapter.name} {spec.model}", declared, {**spec.options, **spec.practice})
-
-
-def option_declarations(adapter: Adapter, model: str) -> Mapping[str, WorkloadOption | str]:
-    """The `--set` keys `adapter` takes for `model`, each with the values it accepts."""
-    if model in adapter.micro_models:
-        return {**MICRO_COMMON, **MICRO_OPTIONS[model]}
-    return adapter.option_keys(model)
-
-
-@dataclass(frozen=True)
-class OfficialOptions:
-    """Where an official implementation's code and data come from."""
-
-    sources_dir: Path | None = None  # an existing clone instead of the network
-    data_dir: str = ""
-
-    def check(self, spec: BenchmarkSpec) -> None:
-        """Refuse them for dlperf's own workloads, which would silently ignore them."""
-        given = [f for f, v in (("--sources-dir", self.sources_dir), ("--data-dir", self.data_dir))
-                 if v]  # fmt: skip
-        if given and spec.impl != "official":
-            raise DlperfError(
-                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to --impl "
-                f"official (an upstream's own script) only; {spec.framework} {spec.model} --impl "
-                f"{spec.impl} runs dlperf's own workload on synthetic data: leave "
-                f"{'them' if len(given) > 1 else 'it'} out, or add --impl official"
-            )
 
 
 @dataclass(frozen=True)
@@ -236,22 +92,6 @@ class JobLaunch:
         return resolve_hosts(nodes, self.hosts)
 
 
-def adapter_for(
-    spec: BenchmarkSpec, official: OfficialOptions | None = None, out_dir: Path | None = None
-) -> Adapter:
-    """The built-in adapter, or the spec's official implementation at a verified checkout
-    (its outputs go to `out_dir`, never into the checkout, which must stay verifiable)."""
-    if spec.impl != "official":
-        return get_adapter(spec.framework)
-    opts = official or OfficialOptions()
-    return prepare_official(
-        find_manifest(spec.framework, spec.model, spec.source),
-        sources_dir=opts.sources_dir,
-        data_dir=opts.data_dir,
-        out_dir=out_dir,
-    )
-
-
 @dataclass
 class RunCallbacks:
     """How the runner tells the CLI what it is doing (the core never prints)."""
@@ -259,11 +99,6 @@ class RunCallbacks:
     message: Callable[[str], None] = lambda _: None
     repeat_started: Callable[[int, int], None] = lambda i, n: None
     repeat_done: Callable[[Repeat], None] = lambda r: None
-
-
-def new_result_id() -> str:
-    now = datetime.now(timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
 
 
 @dataclass
@@ -298,19 +133,62 @@ class PreparedRun:
         )
 
     def finish(self, results_dir: Path, repeats: list[Repeat]) -> tuple[Result, Path]:
+        job = job_info(self.spec, self.launch)
+        workload = described_workload(repeats)
         result = build_result(
             self.spec,
             self.result_id,
             repeats,
-            self.env,
+            environment=run_environment(workload, self.env, self.interpreter),
+            peak=run_peak(self.spec, workload, job),
             source=self.adapter.source_info(),
-            job=job_info(self.spec, self.launch),
-            interpreter=self.interpreter,
+            job=job,
         )
         try:
             return result, write_result(results_dir, result)
         except StorageError as exc:
             raise _unsaved(result, results_dir, exc) from None
+
+
+def run_environment(
+    workload: dict, env: Env | None, interpreter: InterpreterInfo | None
+) -> Environment:
+    """Where a run measured: this machine (probed now), the env or interpreter that ran the
+    workload, and what the workload itself reported at start-up."""
+    info = system.machine_info()
+    gpus = info.get("gpus") or []
+    return Environment(
+        dlperf_version=__version__,
+        host=info["host"],
+        os=info["os"],
+        python=workload.get("python"),
+        framework_version=workload.get("framework_version")
+        or (env.framework_version if env else None),
+        env_name=env.path.name if env and env.kind == "built" else None,
+        env_kind=env.kind if env else None,
+        interpreter=str(interpreter.python) if interpreter else None,
+        dists_digest=interpreter.dists_digest if interpreter else None,
+        cpu=info.get("cpu"),
+        cpu_count=info.get("cpu_count_logical"),
+        gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
+        device_name=workload.get("device_name"),
+        threads=workload.get("threads") or None,
+        env_vars=system.captured_env_vars(),
+    )
+
+
+def run_peak(spec: BenchmarkSpec, workload: dict, job: JobInfo) -> tuple[float, str] | None:
+    """The job's peak FLOP/s when the workload reports its FLOPs (the MFU's denominator)."""
+    if not workload.get("flops_per_sample"):
+        return None
+    machines = distinct_machines(job.hosts) if job.hosts else 1
+    return system.job_peak_flops(
+        spec.device,
+        workload.get("device_name"),
+        spec.precision,
+        gpus=spec.world_size,
+        machines=machines,
+    )
 
 
 UNSAVED_DIR = Path(tempfile.gettempdir()) / "dlperf-unsaved"
@@ -770,248 +648,3 @@ def job_tail(log: Path, node_logs: list[Path]) -> str:
     parts = [tail(log)]
     parts += [f"--- {p.name}\n{tail(p)}" for p in node_logs if p != log and p.exists()]
     return "\n".join(part for part in parts if part.strip())
-
-
-def make_repeat(
-    index: int,
-    status: RepeatStatus,
-    message: str,
-    window: WindowThroughput | None,
-    parsed: ParsedRun,
-    **fields: object,
-) -> Repeat:
-    """The stored repeat for a classified run (launched here or imported from a log)."""
-    return Repeat(
-        index=index,
-        status=status,
-        message=message,
-        throughput=window.throughput if window else None,
-        window=Window(
-            start_step=window.start_step,
-            end_step=window.end_step,
-            samples=window.samples,
-            elapsed_s=window.elapsed_s,
-        )
-        if window
-        else None,
-        step_times_s=list(window.step_times_s) if window else [],
-        workload=parsed.start,
-        **{"warnings": list(parsed.notes), **fields},
-    )
-
-
-def classify(spec: BenchmarkSpec, outcome: str, exit_code: int | None, parsed: ParsedRun):
-    """(status, message, window or None) for one finished process."""
-    reached = parsed.marks[-1].step if parsed.marks else 0
-    where = f"after {reached} of {spec.steps} steps"
-    if outcome == "timeout":
-        return RepeatStatus.timeout, f"ran past --timeout {spec.timeout_s:g} s {where}", None
-    if outcome == "no_output":
-        return (
-            RepeatStatus.hung,
-            f"no output for {spec.no_output_timeout_s:g} s {where}; killed",
-            None,
-        )
-    if parsed.unsupported:
-        return RepeatStatus.unsupported, f"not supported: {parsed.unsupported}", None
-    if exit_code != 0:
-        why = f": {parsed.failure}" if parsed.failure else ""
-        return RepeatStatus.crashed, f"exited with status {exit_code} {where}{why}", None
-    if parsed.failure:
-        return RepeatStatus.crashed, f"the run failed {where}: {parsed.failure}", None
-    if not parsed.start and not parsed.marks:
-        return RepeatStatus.bad_output, f"the workload wrote no usable {parsed.what}", None
-    try:
-        window = window_throughput(parsed.marks, spec.skip, spec.measure)
-    except TooFewSteps as exc:
-        return RepeatStatus.too_few_steps, f"{exc}; the workload exited cleanly {where}", None
-    except ZeroLengthWindow as exc:
-        return RepeatStatus.bad_output, str(exc), None
-    return RepeatStatus.ok, "", window
-
-
-def latency_summary(ok: list[Repeat]) -> dict[str, float]:
-    """Per-step time percentiles in ms: over every ok repeat's window steps, or, for LoadGen
-    runs, the median over the repeats of LoadGen's own percentiles."""
-    runs = [r.loadgen for r in ok if r.loadgen]
-    if runs:
-        names = [n for n in map(percentile_name, PERCENTILES) if n in runs[0].latency_ms]
-        return {k: statistics.median(r.latency_ms[k] for r in runs) for k in names}
-    times = [1000.0 * t for r in ok for t in r.step_times_s]
-    return latency_percentiles(times) if times else {}
-
-
-def summary_stats(values: list[float], unit: str) -> SummaryStats:
-    """The stored form of `stats.summarize` over the ok repeats' values."""
-    return SummaryStats(unit=unit, **dataclasses.asdict(summarize(values)))
-
-
-def _fingerprint(repeat: Repeat) -> tuple:
-    return (*(repeat.workload.get(k) for k in FINGERPRINT_KEYS), repeat.env_digest)
-
-
-def build_result(
-    spec: BenchmarkSpec,
-    result_id: str,
-    repeats: list[Repeat],
-    env: Env | None,
-    *,
-    source: SourceInfo | None = None,
-    imported: bool = False,
-    job: JobInfo | None = None,
-    interpreter: InterpreterInfo | None = None,
-) -> Result:
-    warnings: list[str] = []
-    ok = [r for r in repeats if r.status == RepeatStatus.ok]
-    if ok:
-        # Never mix repeats of different software/hardware into one median.
-        reference = _fingerprint(ok[0])
-        checked = []
-        for r in repeats:
-            if r.status == RepeatStatus.ok and _fingerprint(r) != reference:
-                r = r.model_copy(
-                    update={
-                        "status": RepeatStatus.inconsistent,
-                        "message": f"fingerprint {_fingerprint(r)} differs from {reference}",
-                    }
-                )
-            checked.append(r)
-        repeats = checked
-        ok = [r for r in repeats if r.status == RepeatStatus.ok]
-    failed = [r for r in repeats if r.status != RepeatStatus.ok]
-    for r in failed:
-        warnings.append(f"repeat {r.index} {r.status.value}: {r.message}")
-
-    start = ok[0].workload if ok else (repeats[0].workload if repeats else {})
-    throughput = step_time = loadgen_metric = loadgen_valid = latency_met = None
-    noisy = False
-    score = score_unit = None
-    latency: dict[str, float] = {}
-    achieved = peak = mfu = None
-    peak_source = None
-    if ok:
-        summary = summarize([r.throughput for r in ok])
-        throughput = SummaryStats(unit="samples/s", **dataclasses.asdict(summary))
-        warnings += noise_warnings(summary)
-        noisy = bool(noise_warnings(summary))
-        busy = [r for r in ok if r.machine_load and r.machine_load.other_share > system.BUSY_SHARE]
-        if busy:
-            noisy = True
-            worst = max(r.machine_load.other_share for r in busy)
-            warnings.append(
-                f"the machine was busy: other processes took up to {worst:.0%} of its CPUs "
-                f"during repeat(s) {', '.join(str(r.index) for r in busy)}, so these numbers "
-                "may be low; rerun when the machine is idle (`dlperf doctor` shows what runs)"
-            )
-        step_means = [
-            1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step)
-            for r in ok
-            if r.window  # imported LoadGen / FAMBench runs have no step window
-        ]
-        step_time = summary_stats(step_means, "ms") if step_means else None
-        latency = latency_summary(ok)
-        if spec.latency_target_ms is not None and latency:
-            # FAMBench's rule: the 95th percentile batch latency within the target.
-            latency_met = latency["p95"] <= spec.latency_target_ms
-            if not latency_met:
-                warnings.append(
-                    f"missed the latency target: p95 {latency['p95']:.3f} ms > "
-                    f"{spec.latency_target_ms:g} ms"
-                )
-        runs = [r.loadgen for r in ok if r.loadgen]
-        if runs:
-            loadgen_metric = summary_stats([r.value for r in runs], runs[0].unit)
-            loadgen_valid = all(r.valid for r in runs)
-            for r in ok:
-                if r.loadgen and not r.loadgen.valid:
-                    why = "; ".join(r.loadgen.reasons) or "no reason logged"
-                    warnings.append(f"repeat {r.index}: LoadGen result INVALID: {why}")
-        if spec.impl == "micro":  # FAMBench scores a microbenchmark by the op's own rate
-            per_sample = start.get("bytes_per_sample") or start.get("flops_per_sample") or 0
-            scale = 1e9 if start.get("bytes_per_sample") else 1e12
-            if per_sample:
-                score = per_sample * throughput.median / scale
-                score_unit = "GB/s" if scale == 1e9 else "TF/s"
-        flops = start.get("flops_per_sample") or None
-        if flops:
-            achieved = flops * throughput.median
-            found = system.peak_flops(spec.device, start.get("device_name"), spec.precision)
-            if found is None and spec.device == "cpu":
-                warnings.append(
-                    "no MFU: the CPU peak could only be measured while the machine was busy, "
-                    "which would overstate it; run `dlperf doctor --measure-peak` when idle"
-                )
-            if found:
-                peak, peak_source = found
-                # Per-GPU peak times the GPUs; a CPU peak is already the whole host's (times
-                # the hosts: the local launcher's simulated nodes share this one).
-                hosts = distinct_machines(job.hosts) if job and job.hosts else 1
-                scale = spec.world_size if spec.device == "cuda" else hosts
-                if scale > 1:
-                    peak *= scale
-                    peak_source = f"{scale} x {peak_source}"
-                mfu = achieved / peak
-    status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
-    if imported:  # the log came from another machine: describe only what the log says
-        environment = Environment(
-            dlperf_version=__version__,
-            host="unknown (imported log)",
-            os="unknown",
-            python=start.get("python"),
-            framework_version=start.get("framework_version"),
-            device_name=start.get("device_name"),
-        )
-    else:
-        info = system.machine_info()
-        gpus = info.get("gpus") or []
-        environment = Environment(
-            dlperf_version=__version__,
-            host=info["host"],
-            os=info["os"],
-            python=start.get("python"),
-            framework_version=start.get("framework_version")
-            or (env.framework_version if env else None),
-            env_name=env.path.name if env and env.kind == "built" else None,
-            env_kind=env.kind if env else None,
-            interpreter=str(interpreter.python) if interpreter else None,
-            dists_digest=interpreter.dists_digest if interpreter else None,
-            cpu=info.get("cpu"),
-            cpu_count=info.get("cpu_count_logical"),
-            gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
-            device_name=start.get("device_name"),
-            threads=start.get("threads") or None,
-            env_vars=system.captured_env_vars(),
-        )
-    return Result(
-        id=result_id,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        status=status,
-        spec=spec,
-        repeats=repeats,
-        metrics=Metrics(
-            throughput=throughput,
-            step_time_ms=step_time,
-            latency_ms=latency,
-            latency_target_met=latency_met,
-            loadgen_metric=loadgen_metric,
-            loadgen_valid=loadgen_valid,
-            score=score,
-            score_unit=score_unit,
-            achieved_flops=achieved,
-            peak_flops=peak,
-            peak_source=peak_source,
-            mfu=mfu,
-            noisy=noisy,
-        ),
-        model=ModelInfo(params=start.get("params"), flops_per_sample=start.get("flops_per_sample")),
-        environment=environment,
-        warnings=warnings,
-        source=source,
-        origin="parse" if imported else "run",
-        job=job
-        or JobInfo(
-            launcher=None if imported else "local",
-            world_size=spec.world_size,
-            global_batch=spec.global_batch,
-        ),
-    )

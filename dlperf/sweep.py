@@ -59,8 +59,9 @@ from dlperf.files import (
     try_lock,
 )
 from dlperf.models import PRESETS, get_model
-from dlperf.runner import PreparedRun, option_declarations, prepare_run, resolve_spec
+from dlperf.runner import PreparedRun, prepare_run
 from dlperf.schema import DEVICES, PRECISIONS, BenchmarkSpec, Repeat, Result
+from dlperf.spec import option_declarations, resolve_spec
 from dlperf.store import find_result, result_dir
 
 if sys.version_info >= (3, 11):

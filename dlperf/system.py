@@ -577,3 +577,19 @@ def peak_flops(
             source += " (used for amp too: no published CPU bf16 peak)"
         return float(peak["flops"]), source
     return None
+
+
+def job_peak_flops(
+    device: str, device_name: str | None, precision: str, *, gpus: int, machines: int
+) -> tuple[float, str] | None:
+    """(peak FLOP/s, source) of a whole job: the per-GPU peak times its `gpus`; a CPU peak is
+    already a whole host's, so times its `machines` (the local launcher's simulated nodes share
+    this one)."""
+    found = peak_flops(device, device_name, precision)
+    if found is None:
+        return None
+    peak, source = found
+    scale = gpus if device == "cuda" else machines
+    if scale > 1:
+        return peak * scale, f"{scale} x {source}"
+    return peak, source

@@ -12,11 +12,13 @@ import pytest
 
 from dlperf import DlperfError, system
 from dlperf.adapters import get_adapter
+from dlperf.assemble import build_result
 from dlperf.envs import adopt_interpreter, ensure_env
-from dlperf.runner import build_result, resolve_spec
-from dlperf.schema import Repeat, RepeatStatus, ResultStatus, Window
+from dlperf.schema import Environment, Repeat, RepeatStatus, ResultStatus, Window
+from dlperf.spec import resolve_spec
 
 pytestmark = pytest.mark.multiprocess  # every probe runs the interpreter
+ENVIRONMENT = Environment(dlperf_version="test", host="test-host", os="linux")
 PYTORCH = get_adapter("pytorch")
 
 
@@ -105,10 +107,11 @@ def _repeat(index: int, digest: str) -> Repeat:
     )
 
 
-def test_repeats_from_different_installs_are_never_pooled(monkeypatch):
-    monkeypatch.setattr(system, "machine_info", lambda: {"host": "h", "os": "linux"})
+def test_repeats_from_different_installs_are_never_pooled():
     spec = resolve_spec("calibration", "pace", preset="smoke")
-    result = build_result(spec, "id", [_repeat(1, "aaaa"), _repeat(2, "bbbb")], None)
+    result = build_result(
+        spec, "id", [_repeat(1, "aaaa"), _repeat(2, "bbbb")], environment=ENVIRONMENT
+    )
     assert [r.status for r in result.repeats] == [RepeatStatus.ok, RepeatStatus.inconsistent]
     assert result.status == ResultStatus.partial and result.metrics.throughput.n == 1
 

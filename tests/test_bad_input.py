@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from dlperf.assemble import build_result
 from dlperf.cli import main
-from dlperf.runner import build_result
-from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus, Window
+from dlperf.schema import BenchmarkSpec, Environment, Repeat, RepeatStatus, Window
 from dlperf.store import write_result
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
@@ -430,7 +430,15 @@ def _stored_results(folder: Path) -> None:
         Repeat(index=i, status=RepeatStatus.ok, throughput=500.0 + i, window=window)
         for i in (1, 2, 3)
     ]
-    write_result(folder, build_result(spec, "stored-result", repeats, None))
+    write_result(
+        folder,
+        build_result(
+            spec,
+            "stored-result",
+            repeats,
+            environment=Environment(dlperf_version="test", host="test-host", os="linux"),
+        ),
+    )
 
 
 def _tree(root: Path) -> set[str]:
@@ -493,7 +501,7 @@ def test_every_practice_setting_is_a_valid_value_of_its_declared_option() -> Non
     import itertools
 
     from dlperf.adapters import adapter_names, get_adapter
-    from dlperf.runner import resolve_spec
+    from dlperf.spec import resolve_spec
 
     for name in adapter_names():
         adapter = get_adapter(name)

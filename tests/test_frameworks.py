@@ -12,8 +12,9 @@ import pytest
 
 from dlperf.adapters import get_adapter
 from dlperf.envs import ensure_env
-from dlperf.runner import resolve_spec, run_benchmark
+from dlperf.runner import run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
+from dlperf.spec import resolve_spec
 
 FRAMEWORKS = ["pytorch", "tensorflow", "paddle", "mxnet", "oneflow"]
 

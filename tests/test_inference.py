@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from dlperf import DlperfError
-from dlperf.fambench import import_logs as import_fambench
-from dlperf.fambench import parse_bmlog
-from dlperf.mlperf import from_summary, import_dirs, read_dir
-from dlperf.runner import resolve_spec, run_benchmark
+from dlperf.importers.fambench import import_logs as import_fambench
+from dlperf.importers.fambench import parse_bmlog
+from dlperf.importers.loadgen import import_dirs
+from dlperf.mlperf import from_summary, read_dir
+from dlperf.runner import run_benchmark
 from dlperf.schema import ResultStatus
+from dlperf.spec import resolve_spec
 from dlperf.stats import latency_percentiles, percentile
 
 

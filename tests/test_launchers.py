@@ -13,7 +13,7 @@ from conftest import throughput_from_marks, workload_processes
 from dlperf import DlperfError
 from dlperf.adapters import get_adapter
 from dlperf.launch import NodeCommand, through_launcher
-from dlperf.runner import resolve_spec
+from dlperf.spec import resolve_spec
 
 SNAPSHOT = Path(__file__).with_name("snapshots") / "launchers-pytorch-4x8.txt"
 

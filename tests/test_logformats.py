@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dlperf.logformats import FORMATS, LogContext, parse_log
-from dlperf.logformats.common import detect_failure
+from dlperf.logformats.reading import detect_failure
 from dlperf.stats import TooFewSteps, window_throughput
 
 TF2 = "dlperf/tf2_resnet50"

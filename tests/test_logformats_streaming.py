@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from dlperf.events import Mark, ParsedRun, parse_events, parse_events_file
-from dlperf.fambench import parse_bmlog, read_bmlog
+from dlperf.importers.fambench import parse_bmlog, read_bmlog
 from dlperf.logformats import (
     FORMATS,
     LogContext,
@@ -32,8 +32,7 @@ from dlperf.logformats import (
     parse_lines,
     parse_log,
 )
-from dlperf.logformats.common import detect_failure
-from dlperf.logformats.reading import file_chunks, text_chunks
+from dlperf.logformats.reading import detect_failure, file_chunks, text_chunks
 from dlperf.stats import window_throughput
 
 SNAPSHOT = Path(__file__).with_name("snapshots") / "logformats-streaming.json"

@@ -10,8 +10,9 @@ import pytest
 from conftest import throughput_from_marks, workload_processes
 
 from dlperf.events import Mark, ParsedRun, merge_ranks
-from dlperf.runner import free_port, resolve_spec, run_benchmark
+from dlperf.runner import free_port, run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
+from dlperf.spec import resolve_spec
 
 
 def test_merge_ranks_is_a_max_reduce_of_step_times() -> None:
@@ -122,7 +123,7 @@ def test_an_adapter_without_a_launcher_is_refused_before_any_env_is_built(tmp_pa
 
     s = spec(2, 1)
     refused = pytest.raises(DlperfError, match="nolauncher has no data-parallel launcher yet")
-    with mock.patch("dlperf.runner.get_adapter", return_value=NoLauncher()), refused:
+    with mock.patch("dlperf.spec.get_adapter", return_value=NoLauncher()), refused:
         prepare_run(s, tmp_path)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dlperf import DlperfError
-from dlperf.official import group_logs, import_logs, path_settings
+from dlperf.importers.dlperf_logs import group_logs, import_logs, path_settings
 from dlperf.schema import RepeatStatus, ResultStatus
 from dlperf.store import load_results
 
@@ -117,7 +117,8 @@ def test_died_and_truncated_logs_are_failed_repeats_never_nan(
 
 @pytest.mark.multiprocess
 def test_ootb_events_files_import_like_the_run_that_wrote_them(tmp_path: Path) -> None:
-    from dlperf.runner import resolve_spec, run_benchmark
+    from dlperf.runner import run_benchmark
+    from dlperf.spec import resolve_spec
 
     spec = resolve_spec(
         "calibration", "pace", preset="smoke",

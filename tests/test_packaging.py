@@ -23,8 +23,10 @@ def test_wheel_ships_packages_manifests_and_patches(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("dlperf-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if n.startswith("adapters/")]
-    for package in ("dlperf/logformats", "dlperf/report", "dlperf/adapters/pytorch"):
-        assert f"{package}/__init__.py" in names
+    # Every subpackage of the source tree (setup.py lists them by hand).
+    subpackages = {str(p.parent.relative_to(ROOT)) for p in (ROOT / "dlperf").rglob("__init__.py")}
+    for package in [*sorted(subpackages), "dlperf/adapters/pytorch"]:
+        assert f"{package}/__init__.py" in names, package
     manifests = sorted(p.name for p in (ROOT / "third_party_scripts").glob("*.toml"))
     assert manifests == sorted(
         Path(n).name for n in names if n.startswith("dlperf/third_party_scripts/")

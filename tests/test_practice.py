@@ -13,7 +13,7 @@ import pytest
 from dlperf import DlperfError
 from dlperf.adapters import get_adapter
 from dlperf.envs import ensure_env
-from dlperf.runner import resolve_spec
+from dlperf.spec import resolve_spec
 from dlperf.sweep import expand
 
 PYTORCH = get_adapter("pytorch")

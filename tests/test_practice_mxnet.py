@@ -11,7 +11,7 @@ import pytest
 
 from dlperf.adapters import get_adapter
 from dlperf.envs import ensure_env
-from dlperf.runner import resolve_spec
+from dlperf.spec import resolve_spec
 
 RESNET = ["--model", "resnet50", "--image-size", "32", "--batch-size", "2"]
 BERT = ["--model", "bert", "--seq-len", "16", "--batch-size", "2"]

@@ -14,7 +14,7 @@ import pytest
 
 from dlperf.adapters import get_adapter
 from dlperf.envs import ensure_env
-from dlperf.runner import resolve_spec
+from dlperf.spec import resolve_spec
 
 ONEFLOW = get_adapter("oneflow")
 RESNET50_PARAMS = 25_557_032

@@ -10,7 +10,7 @@ import pytest
 
 from dlperf.adapters import get_adapter
 from dlperf.envs import ensure_env
-from dlperf.runner import resolve_spec
+from dlperf.spec import resolve_spec
 
 CUDNN = (
     "cudnn_exhaustive_search",

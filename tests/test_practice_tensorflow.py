@@ -14,7 +14,7 @@ import pytest
 
 from dlperf.adapters import get_adapter
 from dlperf.envs import ensure_env
-from dlperf.runner import resolve_spec
+from dlperf.spec import resolve_spec
 
 GPU_FP32 = {"data_format": "channels_first", "gpu_thread_mode": "gpu_private"}
 GPU_AMP = {"data_format": "channels_last", "gpu_thread_mode": "gpu_private"}

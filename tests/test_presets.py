@@ -1,5 +1,5 @@
 from dlperf.models import MODELS
-from dlperf.runner import resolve_spec
+from dlperf.spec import resolve_spec
 
 
 def test_dlperf_preset_is_dlperfs_protocol():

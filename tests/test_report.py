@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from dlperf.assemble import summary_stats
 from dlperf.report import render_chart, render_model_report, write_reports
-from dlperf.runner import summary_stats
 from dlperf.schema import (
     BenchmarkSpec,
     Environment,

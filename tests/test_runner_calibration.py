@@ -9,8 +9,9 @@ import pytest
 from conftest import throughput_from_marks
 
 from dlperf import DlperfError
-from dlperf.runner import resolve_spec, run_benchmark
+from dlperf.runner import run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
+from dlperf.spec import resolve_spec
 from dlperf.store import load_result
 from dlperf.system import cpu_budget
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dlperf import DlperfError
-from dlperf.runner import OfficialOptions, resolve_spec, run_benchmark
+from dlperf.runner import run_benchmark
 from dlperf.schema import ResultStatus
 from dlperf.sources import (
     MARKER,
@@ -27,6 +27,7 @@ from dlperf.sources import (
     load_manifests,
     verify_checkout,
 )
+from dlperf.spec import OfficialOptions, resolve_spec
 
 TRAIN_PY = '''\
 """Stand-in upstream trainer: paced steps, Keras TimeHistory log lines."""

@@ -9,14 +9,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from dlperf.assemble import build_result
 from dlperf.cli import app
 from dlperf.compare import compare
 from dlperf.report.suites import fambench_table, superbench_metrics
-from dlperf.runner import build_result
-from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus, Window
+from dlperf.schema import BenchmarkSpec, Environment, Repeat, RepeatStatus, Window
 from dlperf.score import family, freeze, score
 from dlperf.stats import mann_whitney_p, smallest_p
 from dlperf.store import write_result
+
+ENVIRONMENT = Environment(dlperf_version="test", host="test-host", os="linux")
 
 
 def result(model: str, values: list[float], *, batch: int = 8, step_times=(0.01,), **spec):
@@ -33,7 +35,7 @@ def result(model: str, values: list[float], *, batch: int = 8, step_times=(0.01,
         )  # fmt: skip
         for i, v in enumerate(values, 1)
     ]
-    return build_result(s, f"id-{model}-{values[0]}", repeats, None)
+    return build_result(s, f"id-{model}-{values[0]}", repeats, environment=ENVIRONMENT)
 
 
 def store(folder: Path, *results) -> Path:

@@ -122,7 +122,7 @@ _TRACEBACK_WORD = b"Traceback (most recent call last):"
 
 
 class FailureWatch:
-    """`detect_failure` over a log read in chunks of whole lines (UTF-8 bytes), in one pass.
+    """`reading.detect_failure` over a log read in chunks of whole lines (UTF-8 bytes), in one pass.
 
     Keeps the first matching line of each kind of failure that could still outrank the best
     found so far, and, after a traceback, the exception line that ends it: a few lines at most.
@@ -202,16 +202,6 @@ class FailureWatch:
         if self._best == len(_FAILURES):
             return None
         return f"{_FAILURES[self._best][2]} ({self._found[self._best][:200]})"
-
-
-def detect_failure(text: str) -> str | None:
-    """Why the log says the run died, with the line that says so; None when it does not."""
-    from dlperf.logformats.reading import text_chunks
-
-    watch = FailureWatch(errors="surrogatepass")
-    for chunk in text_chunks(text):
-        watch.feed(chunk)
-    return watch.failure
 
 
 # ------------------------------------------------------------------ reading

@@ -19,6 +19,7 @@ from typing import Any
 
 from dlperf import DlperfError
 from dlperf.events import split_lines
+from dlperf.importers import imported_result
 from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus, Result
 from dlperf.store import write_result
 
@@ -110,8 +111,6 @@ def import_logs(
 ) -> list[tuple[Result, Path]]:
     """One result per FAMBench identity (benchmark, implementation, mode, config, batch
     size), a repeat per log; the score is stored as the result's `metrics.score`."""
-    from dlperf.runner import build_result, new_result_id
-
     files: list[Path] = []
     for path in paths:
         if not path.exists():
@@ -157,7 +156,7 @@ def import_logs(
                 )
             )
         # The batches' latencies become the result's percentiles (build_result pools them).
-        result = build_result(spec, new_result_id(), repeats, None, imported=True)
+        result = imported_result(spec, repeats)
         update = {"score": statistics.median(scores), "score_unit": unit}
         built.append(
             result.model_copy(update={"metrics": result.metrics.model_copy(update=update)})

@@ -1,0 +1,292 @@
+"""Results from repeats: classify a finished process, store it as a repeat, build a Result.
+
+Pure: nothing here probes the machine or reads a file. The caller passes in what it measured
+and what it knows about the machine (the `Environment`, the peak FLOP/s of the job), so a run
+(`dlperf.runner`) and a log import (`dlperf.importers`) assemble their results with one code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from dlperf import __version__
+from dlperf.events import ParsedRun
+from dlperf.schema import (
+    BenchmarkSpec,
+    Environment,
+    JobInfo,
+    Metrics,
+    ModelInfo,
+    Repeat,
+    RepeatStatus,
+    Result,
+    ResultStatus,
+    SourceInfo,
+    SummaryStats,
+    Window,
+)
+from dlperf.stats import (
+    PERCENTILES,
+    TooFewSteps,
+    WindowThroughput,
+    ZeroLengthWindow,
+    latency_percentiles,
+    noise_warnings,
+    percentile_name,
+    summarize,
+    window_throughput,
+)
+from dlperf.system import BUSY_SHARE  # the share of the CPUs that makes a machine busy
+
+# Workload facts that must agree across repeats before their numbers may share a median (with
+# the digest of the interpreter's installed distributions, Repeat.env_digest).
+FINGERPRINT_KEYS = ("framework_version", "device", "device_name", "params", "python")
+
+
+def new_result_id() -> str:
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+def classify(
+    spec: BenchmarkSpec, outcome: str, exit_code: int | None, parsed: ParsedRun
+) -> tuple[RepeatStatus, str, WindowThroughput | None]:
+    """(status, message, window or None) for one finished process."""
+    reached = parsed.marks[-1].step if parsed.marks else 0
+    where = f"after {reached} of {spec.steps} steps"
+    if outcome == "timeout":
+        return RepeatStatus.timeout, f"ran past --timeout {spec.timeout_s:g} s {where}", None
+    if outcome == "no_output":
+        return (
+            RepeatStatus.hung,
+            f"no output for {spec.no_output_timeout_s:g} s {where}; killed",
+            None,
+        )
+    if parsed.unsupported:
+        return RepeatStatus.unsupported, f"not supported: {parsed.unsupported}", None
+    if exit_code != 0:
+        why = f": {parsed.failure}" if parsed.failure else ""
+        return RepeatStatus.crashed, f"exited with status {exit_code} {where}{why}", None
+    if parsed.failure:
+        return RepeatStatus.crashed, f"the run failed {where}: {parsed.failure}", None
+    if not parsed.start and not parsed.marks:
+        return RepeatStatus.bad_output, f"the workload wrote no usable {parsed.what}", None
+    try:
+        window = window_throughput(parsed.marks, spec.skip, spec.measure)
+    except TooFewSteps as exc:
+        return RepeatStatus.too_few_steps, f"{exc}; the workload exited cleanly {where}", None
+    except ZeroLengthWindow as exc:
+        return RepeatStatus.bad_output, str(exc), None
+    return RepeatStatus.ok, "", window
+
+
+def make_repeat(
+    index: int,
+    status: RepeatStatus,
+    message: str,
+    window: WindowThroughput | None,
+    parsed: ParsedRun,
+    **fields: object,
+) -> Repeat:
+    """The stored repeat for a classified run (launched here or imported from a log)."""
+    return Repeat(
+        index=index,
+        status=status,
+        message=message,
+        throughput=window.throughput if window else None,
+        window=Window(
+            start_step=window.start_step,
+            end_step=window.end_step,
+            samples=window.samples,
+            elapsed_s=window.elapsed_s,
+        )
+        if window
+        else None,
+        step_times_s=list(window.step_times_s) if window else [],
+        workload=parsed.start,
+        **{"warnings": list(parsed.notes), **fields},
+    )
+
+
+def latency_summary(ok: list[Repeat]) -> dict[str, float]:
+    """Per-step time percentiles in ms: over every ok repeat's window steps, or, for LoadGen
+    runs, the median over the repeats of LoadGen's own percentiles."""
+    runs = [r.loadgen for r in ok if r.loadgen]
+    if runs:
+        names = [n for n in map(percentile_name, PERCENTILES) if n in runs[0].latency_ms]
+        return {k: statistics.median(r.latency_ms[k] for r in runs) for k in names}
+    times = [1000.0 * t for r in ok for t in r.step_times_s]
+    return latency_percentiles(times) if times else {}
+
+
+def summary_stats(values: list[float], unit: str) -> SummaryStats:
+    """The stored form of `stats.summarize` over the ok repeats' values."""
+    return SummaryStats(unit=unit, **dataclasses.asdict(summarize(values)))
+
+
+def _fingerprint(repeat: Repeat) -> tuple:
+    return (*(repeat.workload.get(k) for k in FINGERPRINT_KEYS), repeat.env_digest)
+
+
+def checked_repeats(repeats: list[Repeat]) -> list[Repeat]:
+    """`repeats` with every ok repeat whose fingerprint differs from the first ok one's marked
+    `inconsistent`: repeats of different software/hardware never share a median."""
+    ok = [r for r in repeats if r.status == RepeatStatus.ok]
+    if not ok:
+        return list(repeats)
+    reference = _fingerprint(ok[0])
+    checked = []
+    for r in repeats:
+        if r.status == RepeatStatus.ok and _fingerprint(r) != reference:
+            r = r.model_copy(
+                update={
+                    "status": RepeatStatus.inconsistent,
+                    "message": f"fingerprint {_fingerprint(r)} differs from {reference}",
+                }
+            )
+        checked.append(r)
+    return checked
+
+
+def described_workload(repeats: list[Repeat]) -> dict[str, Any]:
+    """The workload's start-up facts the result describes: the first consistent ok repeat's,
+    else the first repeat's (the caller looks the machine facts up from these)."""
+    checked = checked_repeats(repeats)
+    ok = [r for r in checked if r.status == RepeatStatus.ok]
+    return ok[0].workload if ok else (checked[0].workload if checked else {})
+
+
+def imported_environment(workload: dict[str, Any]) -> Environment:
+    """A log from another machine: only what the log says."""
+    return Environment(
+        dlperf_version=__version__,
+        host="unknown (imported log)",
+        os="unknown",
+        python=workload.get("python"),
+        framework_version=workload.get("framework_version"),
+        device_name=workload.get("device_name"),
+    )
+
+
+def build_result(
+    spec: BenchmarkSpec,
+    result_id: str,
+    repeats: list[Repeat],
+    *,
+    environment: Environment,
+    peak: tuple[float, str] | None = None,
+    source: SourceInfo | None = None,
+    imported: bool = False,
+    job: JobInfo | None = None,
+) -> Result:
+    """The Result of `repeats`: statuses, the median and its spread, latency, LoadGen and MFU.
+
+    `environment` describes where it ran; `peak` is the whole job's peak FLOP/s with its source
+    (None when unknown), from which the MFU follows.
+    """
+    warnings: list[str] = []
+    repeats = checked_repeats(repeats)
+    ok = [r for r in repeats if r.status == RepeatStatus.ok]
+    failed = [r for r in repeats if r.status != RepeatStatus.ok]
+    for r in failed:
+        warnings.append(f"repeat {r.index} {r.status.value}: {r.message}")
+
+    start = described_workload(repeats)
+    throughput = step_time = loadgen_metric = loadgen_valid = latency_met = None
+    noisy = False
+    score = score_unit = None
+    latency: dict[str, float] = {}
+    achieved = peak_flops = mfu = None
+    peak_source = None
+    if ok:
+        summary = summarize([r.throughput for r in ok])
+        throughput = SummaryStats(unit="samples/s", **dataclasses.asdict(summary))
+        warnings += noise_warnings(summary)
+        noisy = bool(noise_warnings(summary))
+        busy = [r for r in ok if r.machine_load and r.machine_load.other_share > BUSY_SHARE]
+        if busy:
+            noisy = True
+            worst = max(r.machine_load.other_share for r in busy)
+            warnings.append(
+                f"the machine was busy: other processes took up to {worst:.0%} of its CPUs "
+                f"during repeat(s) {', '.join(str(r.index) for r in busy)}, so these numbers "
+                "may be low; rerun when the machine is idle (`dlperf doctor` shows what runs)"
+            )
+        step_means = [
+            1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step)
+            for r in ok
+            if r.window  # imported LoadGen / FAMBench runs have no step window
+        ]
+        step_time = summary_stats(step_means, "ms") if step_means else None
+        latency = latency_summary(ok)
+        if spec.latency_target_ms is not None and latency:
+            # FAMBench's rule: the 95th percentile batch latency within the target.
+            latency_met = latency["p95"] <= spec.latency_target_ms
+            if not latency_met:
+                warnings.append(
+                    f"missed the latency target: p95 {latency['p95']:.3f} ms > "
+                    f"{spec.latency_target_ms:g} ms"
+                )
+        runs = [r.loadgen for r in ok if r.loadgen]
+        if runs:
+            loadgen_metric = summary_stats([r.value for r in runs], runs[0].unit)
+            loadgen_valid = all(r.valid for r in runs)
+            for r in ok:
+                if r.loadgen and not r.loadgen.valid:
+                    why = "; ".join(r.loadgen.reasons) or "no reason logged"
+                    warnings.append(f"repeat {r.index}: LoadGen result INVALID: {why}")
+        if spec.impl == "micro":  # FAMBench scores a microbenchmark by the op's own rate
+            per_sample = start.get("bytes_per_sample") or start.get("flops_per_sample") or 0
+            scale = 1e9 if start.get("bytes_per_sample") else 1e12
+            if per_sample:
+                score = per_sample * throughput.median / scale
+                score_unit = "GB/s" if scale == 1e9 else "TF/s"
+        flops = start.get("flops_per_sample") or None
+        if flops:
+            achieved = flops * throughput.median
+            if peak is None and spec.device == "cpu":
+                warnings.append(
+                    "no MFU: the CPU peak could only be measured while the machine was busy, "
+                    "which would overstate it; run `dlperf doctor --measure-peak` when idle"
+                )
+            if peak:
+                peak_flops, peak_source = peak
+                mfu = achieved / peak_flops
+    status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
+    return Result(
+        id=result_id,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        status=status,
+        spec=spec,
+        repeats=repeats,
+        metrics=Metrics(
+            throughput=throughput,
+            step_time_ms=step_time,
+            latency_ms=latency,
+            latency_target_met=latency_met,
+            loadgen_metric=loadgen_metric,
+            loadgen_valid=loadgen_valid,
+            score=score,
+            score_unit=score_unit,
+            achieved_flops=achieved,
+            peak_flops=peak_flops,
+            peak_source=peak_source,
+            mfu=mfu,
+            noisy=noisy,
+        ),
+        model=ModelInfo(params=start.get("params"), flops_per_sample=start.get("flops_per_sample")),
+        environment=environment,
+        warnings=warnings,
+        source=source,
+        origin="parse" if imported else "run",
+        job=job
+        or JobInfo(
+            launcher=None if imported else "local",
+            world_size=spec.world_size,
+            global_batch=spec.global_batch,
+        ),
+    )

@@ -1,0 +1,165 @@
+"""A benchmark's spec: resolved from a preset and flags, checked against what its adapter can run.
+
+The one answer to "what would run": `resolve_spec` (preset values, then explicit flags, then the
+framework's best practice, validated before anything runs) and `adapter_for` (the built-in
+adapter, or the official implementation at a verified checkout). The runner, the sweep, the
+model checks and the log importers all start here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlperf import DlperfError
+from dlperf.adapter import (
+    MICRO_COMMON,
+    MICRO_MODELS,
+    MICRO_OPTIONS,
+    Adapter,
+    WorkloadOption,
+    check_options,
+)
+from dlperf.adapters import get_adapter
+from dlperf.models import MODELS, PRESETS, get_model, preset_values
+from dlperf.official import prepare_official
+from dlperf.schema import MAX_KEY_CHARS, BenchmarkSpec
+from dlperf.sources import find_manifest
+
+
+def resolve_spec(
+    framework: str,
+    model: str,
+    *,
+    preset: str = "dlperf",
+    overrides: Mapping[str, object] | None = None,
+) -> BenchmarkSpec:
+    """Preset values for (model, precision), then explicit flags; validated before anything runs."""
+    adapter = get_adapter(framework)
+    if not adapter.runs(model):
+        known = ", ".join([*adapter.models, *adapter.micro_models])
+        raise DlperfError(f"{framework} has no model {model!r}; its models: {known}")
+    kind = get_model(model).kind
+    if preset not in PRESETS:
+        raise DlperfError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if kind == "micro":  # a microbenchmark is its own implementation kind
+        if given.setdefault("impl", "micro") != "micro":
+            raise DlperfError(f"{model} is a microbenchmark: it runs with --impl micro only")
+    elif given.get("impl") == "micro":
+        raise DlperfError(
+            f"--impl micro runs microbenchmarks ({', '.join(MICRO_MODELS)}), not {model}"
+        )
+    p = preset_values(model, preset)
+    for shape, what in (("image_size", "image size"), ("seq_len", "sequence length")):
+        if given.get(shape) is not None and getattr(p, shape) is None:
+            takers = sorted(m for m, d in MODELS.items() if getattr(d.presets[preset], shape))
+            raise DlperfError(
+                f"{model} has no {what}: --{shape.replace('_', '-')} applies to "
+                f"{', '.join(takers)}; leave it out"
+            )
+    window = {"skip": p.skip, "measure": p.measure}
+    if given.get("impl") == "official":
+        # The upstream's own log cadence sets the window DLPerf measured it with.
+        manifest = find_manifest(framework, model, given.get("source"))
+        given["source"] = manifest.name
+        window = {"skip": manifest.window.skip, "measure": manifest.window.measure}
+    elif given.get("source"):
+        raise DlperfError("--source names an official implementation; add --impl official")
+    fields = {
+        "framework": framework,
+        "model": model,
+        "preset": preset,
+        **window,
+        "repeats": p.repeats,
+        "image_size": p.image_size,
+        "seq_len": p.seq_len,
+        "timeout_s": p.timeout_s,
+        "no_output_timeout_s": p.no_output_timeout_s,
+    }
+    fields.update(given)
+    if "batch_size" not in given:
+        fields["batch_size"] = p.batch_amp if fields.get("precision") == "amp" else p.batch_fp32
+    spec = BenchmarkSpec.checked(**fields)
+    spec = with_practice(adapter, spec)
+    check_spec(adapter, spec)
+    key = spec.config_key()
+    if len(key) > MAX_KEY_CHARS:  # it names the results folder: a file name's limit
+        raise DlperfError(
+            f"the configuration's name {key[:60]}... is longer than {MAX_KEY_CHARS} "
+            "characters (it names its results folder): shorten the --set values"
+        )
+    return spec
+
+
+def with_practice(adapter: Adapter, spec: BenchmarkSpec) -> BenchmarkSpec:
+    """`spec` with the framework's best-practice settings, named in `spec.practice` (a `--set`
+    of the same key wins: an ablation)."""
+    if spec.impl != "ootb":
+        return spec
+    defaults = adapter.practice(spec)
+    options = {k: v for k, v in spec.options.items() if k not in defaults}
+    practice = {**defaults, **{k: v for k, v in spec.options.items() if k in defaults}}
+    return spec.model_copy(update={"options": options, "practice": practice})
+
+
+def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
+    """What the adapter can run; official implementations are checked by their manifest."""
+    if spec.impl == "official":
+        if spec.options:
+            raise DlperfError(
+                "--set options belong to dlperf's own workloads; an official implementation "
+                "takes its settings from its manifest"
+            )
+        return
+    if spec.impl not in adapter.impls and not (spec.impl == "micro" and adapter.micro_models):
+        raise DlperfError(
+            f"{adapter.name} has no {spec.impl!r} implementation; "
+            f"it has: {', '.join(adapter.impls)}"
+        )
+    declared = option_declarations(adapter, spec.model)
+    check_options(f"{adapter.name} {spec.model}", declared, {**spec.options, **spec.practice})
+
+
+def option_declarations(adapter: Adapter, model: str) -> Mapping[str, WorkloadOption | str]:
+    """The `--set` keys `adapter` takes for `model`, each with the values it accepts."""
+    if model in adapter.micro_models:
+        return {**MICRO_COMMON, **MICRO_OPTIONS[model]}
+    return adapter.option_keys(model)
+
+
+@dataclass(frozen=True)
+class OfficialOptions:
+    """Where an official implementation's code and data come from."""
+
+    sources_dir: Path | None = None  # an existing clone instead of the network
+    data_dir: str = ""
+
+    def check(self, spec: BenchmarkSpec) -> None:
+        """Refuse them for dlperf's own workloads, which would silently ignore them."""
+        given = [f for f, v in (("--sources-dir", self.sources_dir), ("--data-dir", self.data_dir))
+                 if v]  # fmt: skip
+        if given and spec.impl != "official":
+            raise DlperfError(
+                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to --impl "
+                f"official (an upstream's own script) only; {spec.framework} {spec.model} --impl "
+                f"{spec.impl} runs dlperf's own workload on synthetic data: leave "
+                f"{'them' if len(given) > 1 else 'it'} out, or add --impl official"
+            )
+
+
+def adapter_for(
+    spec: BenchmarkSpec, official: OfficialOptions | None = None, out_dir: Path | None = None
+) -> Adapter:
+    """The built-in adapter, or the spec's official implementation at a verified checkout
+    (its outputs go to `out_dir`, never into the checkout, which must stay verifiable)."""
+    if spec.impl != "official":
+        return get_adapter(spec.framework)
+    opts = official or OfficialOptions()
+    return prepare_official(
+        find_manifest(spec.framework, spec.model, spec.source),
+        sources_dir=opts.sources_dir,
+        data_dir=opts.data_dir,
+        out_dir=out_dir,
+    )
