@@ -55,6 +55,23 @@ def test_exact_mann_whitney_by_hand() -> None:
     assert mann_whitney_p([1, 3, 5, 7], [2, 4, 6, 8]) > 0.5
 
 
+def test_exact_mann_whitney_with_ties_by_hand() -> None:
+    # [1, 2] vs [2, 3]: U = 0.5 (the tie counts half), |U - 2| = 1.5. Of the C(4,2) = 6 splits
+    # {1,2} {1,2'} {2,3} {2',3} give |U - 2| = 1.5 and {1,3} {2,2'} give 0: p = 4/6.
+    assert mann_whitney_p([1, 2], [2, 3]) == pytest.approx(4 / 6)
+    # One value against three: 3 is the largest of 4, only its own split is as extreme.
+    assert mann_whitney_p([3], [1, 1, 2]) == pytest.approx(1 / 4)
+    assert mann_whitney_p([1, 1, 2], [3]) == pytest.approx(1 / 4)
+
+
+def test_mann_whitney_normal_approximation_for_large_samples() -> None:
+    # 12 vs 12 (C(24,12) = 2.7 million splits), no ties: 0.1..11.1 against 8..19 overlap in
+    # 4 values, U = 1 + 2 + 3 + 4 = 10; z = (|U - 72| - 0.5) / sqrt(12 * 12 * 25 / 12).
+    z = (abs(10 - 72) - 0.5) / math.sqrt(12 * 12 * 25 / 12)
+    a, b = [v + 0.1 for v in range(12)], list(range(8, 20))
+    assert mann_whitney_p(a, b) == pytest.approx(math.erfc(z / math.sqrt(2)))
+
+
 # -------------------------------------------------------------------------------- compare
 
 
