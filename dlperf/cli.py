@@ -909,23 +909,43 @@ def report(
 @app.command()
 def export(
     format_: Annotated[
-        Literal["superbench"], typer.Option("--format", help="superbench (JSON lines).")
+        Literal["superbench", "csv", "parquet"],
+        typer.Option(
+            "--format",
+            help="superbench (SuperBench's metrics, JSON lines), csv or parquet (one row a "
+            "result: spec, status, throughput summary, MFU, latency percentiles, versions; "
+            "parquet needs pyarrow and --out).",
+        ),
     ],
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     out: OutFile = None,
 ) -> None:
-    """Results in another suite's format: SuperBench's metric names, one JSON line a result."""
-    from dlperf.report.suites import superbench_jsonl
+    """Results for other tools: SuperBench's metric names, or a table (CSV, Parquet) of the
+    newest result of each configuration."""
     from dlperf.store import latest_per_config, load_results
 
-    text = superbench_jsonl(latest_per_config(load_results(results_dir)))
-    if not text:
-        raise DlperfError(f"no results with a throughput in {results_dir}")
-    if out is None:
-        sys.stdout.write(text)
+    if format_ == "parquet" and out is None:
+        raise DlperfError("--format parquet is binary: give --out FILE")
+    results = latest_per_config(load_results(results_dir))
+    if format_ == "superbench":
+        from dlperf.report.suites import superbench_jsonl
+
+        data: str | bytes = superbench_jsonl(results)
+        if not data:
+            raise DlperfError(f"no results with a throughput in {results_dir}")
+        what = f"{data.count(chr(10))} line(s)"
     else:
-        atomic_write(out, text)
-        err.print(f"wrote {text.count(chr(10))} line(s) to {out}", markup=False)
+        from dlperf.report.export import results_csv, results_parquet
+
+        if not results:
+            raise DlperfError(f"no results in {results_dir}")
+        data = results_csv(results) if format_ == "csv" else results_parquet(results)
+        what = f"{len(results)} result(s)"
+    if out is None:
+        sys.stdout.write(data)  # csv or superbench: text
+    else:
+        atomic_write(out, data)
+        err.print(f"wrote {what} to {out}", markup=False)
 
 
 @app.command()

@@ -1,21 +1,16 @@
-"""Pure statistics on plain sequences: measurement windows, summaries, noise warnings."""
+"""Pure statistics on plain sequences: measurement windows, summaries, noise warnings.
+
+Distributions and tests come from scipy.stats (imported inside the functions that need it:
+it costs more than half a second, and most commands never need it)."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dlperf.events import Mark
-
-# Two-sided 95 % Student t quantiles t(0.975, df) for df = 1..30; beyond that, the normal 1.96.
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
 
 
 class TooFewSteps(ValueError):
@@ -90,9 +85,12 @@ class Summary:
 
 
 def t_quantile_975(df: int) -> float:
+    """The two-sided 95 % Student t quantile t(0.975, df)."""
     if df < 1:
         raise ValueError("df must be >= 1")
-    return _T975[df - 1] if df <= len(_T975) else 1.96
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df))
 
 
 def summarize(values: Sequence[float]) -> Summary:
@@ -161,33 +159,35 @@ def noise_warnings(s: Summary, what: str = "throughput", cv_limit: float = 0.10)
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided p-value of the Mann-Whitney U test, exact (every split of the pooled values
-    is enumerated, ties counted as half), so it is valid for the few repeats a benchmark has.
-    Large samples (more than 200,000 splits) use the normal approximation."""
-    a, b = list(a), list(b)
-    n, m = len(a), len(b)
+    """Two-sided p-value of the Mann-Whitney U test, exact (over every split of the pooled
+    values, ties counted as half), so it is valid for the few repeats a benchmark has. Large
+    samples (more than 200,000 splits) use scipy's normal approximation (tie-corrected)."""
+    import numpy as np
+    from scipy import stats
+
+    x, y = np.asarray(list(a), dtype=float), np.asarray(list(b), dtype=float)
+    n, m = len(x), len(y)
     if not n or not m:
         raise ValueError("both samples need values")
-
-    def u_of(xs: Sequence[float], ys: Sequence[float]) -> float:
-        return sum(1.0 if x > y else 0.5 if x == y else 0.0 for x in xs for y in ys)
-
-    observed = u_of(a, b)
-    centre = n * m / 2
     if math.comb(n + m, n) > 200_000:
-        sd = math.sqrt(n * m * (n + m + 1) / 12)
-        z = (abs(observed - centre) - 0.5) / sd if sd else 0.0
-        return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
-    pooled = a + b
-    extreme = total = 0
-    for chosen in itertools.combinations(range(n + m), n):
-        picked = set(chosen)
-        xs = [pooled[i] for i in chosen]
-        ys = [pooled[i] for i in range(n + m) if i not in picked]
-        total += 1
-        if abs(u_of(xs, ys) - centre) >= abs(observed - centre) - 1e-9:
-            extreme += 1
-    return extreme / total
+        return float(stats.mannwhitneyu(x, y, method="asymptotic").pvalue)
+    ranks = stats.rankdata(np.concatenate([x, y]))  # midranks: a tie counts half, as in U
+    if len(np.unique(ranks)) == n + m:
+        return float(stats.mannwhitneyu(x, y, method="exact").pvalue)
+    # With ties scipy's exact U distribution does not apply (it assumes none); the permutation
+    # test over every split of the midranks is the exact test. U is x's rank sum less
+    # n(n+1)/2, so |U - nm/2| is |rank sum - n(N+1)/2|.
+    mid = (n + m + 1) / 2
+    if min(n, m) == 1:  # permutation_test wants two values a side; n + m splits, one per rank
+        lone = ranks[0] if n == 1 else ranks[-1]
+        return float(np.mean(np.abs(ranks - mid) >= abs(lone - mid) - 1e-9))
+
+    def distance(rx, _ry, axis):  # permutation_test passes both samples
+        return np.abs(np.sum(rx, axis=axis) - n * mid)
+
+    test = stats.permutation_test((ranks[:n], ranks[n:]), distance, vectorized=True,
+                                  n_resamples=np.inf, alternative="greater")  # fmt: skip
+    return float(test.pvalue)
 
 
 def smallest_p(n: int, m: int) -> float:

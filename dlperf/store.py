@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from dlperf import DlperfError
 from dlperf.files import atomic_write
-from dlperf.schema import SCHEMA_VERSION, Result, ResultStatus
+from dlperf.schema import SCHEMA_VERSION, Result
 
 DEFAULT_RESULTS_DIR = Path("results")
 
@@ -123,27 +123,53 @@ def single_device_key(spec) -> str:  # spec: BenchmarkSpec
     return spec.model_copy(update={"nodes": 1, "devices_per_node": 1}).config_key()
 
 
+# Spec fields that are counts (nullable where the spec leaves them out: image_size, seq_len).
+_INT_COLUMNS = ("nodes", "devices_per_node", "batch_size", "image_size", "seq_len", "skip",
+                "measure", "repeats", "repeats_run", "throughput_n")  # fmt: skip
+_BOOL_COLUMNS = ("loadgen_valid", "latency_target_met")  # None where not measured
+_SUMMARY = ("median", "mean", "min", "max", "stdev", "cv", "ci_low", "ci_high")
+_FLOAT_COLUMNS = ("latency_target_ms", "mfu", "achieved_flops", "peak_flops",
+                  *(f"throughput_{name}" for name in _SUMMARY))  # fmt: skip
+_ENVIRONMENT = ("dlperf_version", "framework_version", "python", "host", "os", "device_name",
+                "cpu", "gpu", "env_kind", "dists_digest")  # fmt: skip
+
+
+def result_row(r: Result) -> dict[str, Any]:
+    """One result as flat columns: identity, spec, status, the throughput summary over the ok
+    repeats, MFU, latency percentiles (where measured) and the environment's versions. The
+    spec's options are one JSON text column (their keys differ between frameworks)."""
+    t, m = r.metrics.throughput, r.metrics
+    spec = r.spec.model_dump(exclude={"options", "practice", "loadgen"})
+    row: dict[str, Any] = {
+        "config_key": r.spec.config_key(),
+        "id": r.id,
+        "created": r.created,
+        "origin": r.origin,
+        "status": r.status.value,
+        **spec,
+        "options": json.dumps(r.spec.options, sort_keys=True),
+        "repeats_run": len(r.repeats),
+        "throughput_n": t.n if t else 0,  # the ok repeats the summary is over
+    }
+    for name in _SUMMARY:
+        row[f"throughput_{name}"] = getattr(t, name) if t else None
+    row.update(noisy=m.noisy, mfu=m.mfu, achieved_flops=m.achieved_flops,
+               peak_flops=m.peak_flops, loadgen_valid=m.loadgen_valid,
+               latency_target_met=m.latency_target_met)  # fmt: skip
+    row.update({f"latency_ms_{k}": v for k, v in m.latency_ms.items()})
+    row.update({name: getattr(r.environment, name) for name in _ENVIRONMENT})
+    return row
+
+
 def results_frame(results: Iterable[Result]):  # -> pandas.DataFrame (pandas imported lazily)
-    """One row per result: spec fields, status and the throughput summary."""
+    """One row per result (`result_row`), in the given order. Counts are nullable integers, the
+    optional flags nullable booleans and measurements floats (NaN where missing), whatever
+    the results hold, so a missing value stays missing through CSV and Parquet."""
     import pandas as pd
 
-    rows = []
-    for r in results:
-        t = r.metrics.throughput
-        rows.append(
-            {
-                **r.spec.model_dump(exclude={"options"}),
-                "config_key": r.spec.config_key(),
-                "id": r.id,
-                "created": r.created,
-                "status": r.status.value,
-                "median": t.median if t else None,
-                "min": t.min if t else None,
-                "max": t.max if t else None,
-                "cv": t.cv if t else None,
-                "n_ok": t.n if t else 0,
-                "mfu": r.metrics.mfu,
-                "ok": r.status != ResultStatus.failed,
-            }
-        )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame([result_row(r) for r in results])
+    if frame.empty:
+        return frame
+    return frame.astype({**dict.fromkeys(_INT_COLUMNS, "Int64"),
+                         **dict.fromkeys(_BOOL_COLUMNS, "boolean"),
+                         **dict.fromkeys(_FLOAT_COLUMNS, "float64")})  # fmt: skip

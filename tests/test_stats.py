@@ -59,7 +59,7 @@ def test_summary_against_hand_computed_values():
     # sample variance = (1+1+0+4+4)/4 = 2.5
     assert s.stdev == pytest.approx(math.sqrt(2.5))
     assert s.cv == pytest.approx(math.sqrt(2.5) / 11.0)
-    half = 2.776 * math.sqrt(2.5) / math.sqrt(5)  # t(0.975, 4) = 2.776
+    half = 2.7764451 * math.sqrt(2.5) / math.sqrt(5)  # t(0.975, 4) = 2.776 in printed tables
     assert (s.ci_low, s.ci_high) == pytest.approx((11.0 - half, 11.0 + half))
 
 
@@ -69,10 +69,13 @@ def test_summary_of_one_value_and_even_count():
     assert summarize([1.0, 2.0, 3.0, 10.0]).median == 2.5
 
 
-def test_t_quantiles():
-    assert t_quantile_975(1) == 12.706
-    assert t_quantile_975(6) == 2.447
-    assert t_quantile_975(500) == 1.96
+def test_t_quantiles_agree_with_the_printed_table():
+    # Student t table, two-sided 95 % (3 decimals): df 1, 6, 30; the normal 1.96 far out.
+    assert t_quantile_975(1) == pytest.approx(12.706, abs=5e-4)
+    assert t_quantile_975(6) == pytest.approx(2.447, abs=5e-4)
+    assert t_quantile_975(30) == pytest.approx(2.042, abs=5e-4)
+    assert t_quantile_975(500) == pytest.approx(1.965, abs=5e-4)
+    assert t_quantile_975(10**7) == pytest.approx(1.960, abs=5e-4)
     with pytest.raises(ValueError):
         t_quantile_975(0)
 

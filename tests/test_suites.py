@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from dlperf import DlperfError
 from dlperf.assemble import build_result
 from dlperf.cli import app
 from dlperf.compare import compare
@@ -55,6 +58,23 @@ def test_exact_mann_whitney_by_hand() -> None:
     assert mann_whitney_p(range(10, 17), range(7)) == pytest.approx(2 / 3432)
     # Interleaved samples are not different.
     assert mann_whitney_p([1, 3, 5, 7], [2, 4, 6, 8]) > 0.5
+
+
+def test_exact_mann_whitney_with_ties_by_hand() -> None:
+    # [1, 2] vs [2, 3]: U = 0.5 (the tie counts half), |U - 2| = 1.5. Of the C(4,2) = 6 splits
+    # {1,2} {1,2'} {2,3} {2',3} give |U - 2| = 1.5 and {1,3} {2,2'} give 0: p = 4/6.
+    assert mann_whitney_p([1, 2], [2, 3]) == pytest.approx(4 / 6)
+    # One value against three: 3 is the largest of 4, only its own split is as extreme.
+    assert mann_whitney_p([3], [1, 1, 2]) == pytest.approx(1 / 4)
+    assert mann_whitney_p([1, 1, 2], [3]) == pytest.approx(1 / 4)
+
+
+def test_mann_whitney_normal_approximation_for_large_samples() -> None:
+    # 12 vs 12 (C(24,12) = 2.7 million splits), no ties: 0.1..11.1 against 8..19 overlap in
+    # 4 values, U = 1 + 2 + 3 + 4 = 10; z = (|U - 72| - 0.5) / sqrt(12 * 12 * 25 / 12).
+    z = (abs(10 - 72) - 0.5) / math.sqrt(12 * 12 * 25 / 12)
+    a, b = [v + 0.1 for v in range(12)], list(range(8, 20))
+    assert mann_whitney_p(a, b) == pytest.approx(math.erfc(z / math.sqrt(2)))
 
 
 # -------------------------------------------------------------------------------- compare
@@ -152,6 +172,78 @@ def test_superbench_metric_names(tmp_path: Path) -> None:
     CliRunner().invoke(app, ["export", "--format", "superbench", "--results-dir", str(tmp_path),
                              "--out", str(target)])  # fmt: skip
     assert target.read_text() == out.stdout
+
+
+def stored_for_export(folder: Path) -> list:
+    """A train result, an inference result with latency percentiles, and a failed one."""
+    failed_spec = BenchmarkSpec(framework="tensorflow", model="bert", batch_size=2, seq_len=128,
+                                repeats=2, options={"xla_jit": "1"})  # fmt: skip
+    crashed = [Repeat(index=i, status=RepeatStatus.crashed, message="boom") for i in (1, 2)]
+    failed = build_result(failed_spec, "id-failed", crashed, environment=ENVIRONMENT)
+    results = [result("resnet50", [100.5, 97.25, 103.125], image_size=224),
+               result("bert", [40.1, 41.7, 39.9], mode="infer", step_times=(0.010, 0.020)),
+               failed]  # fmt: skip
+    store(folder, *results)
+    return sorted(results, key=lambda r: r.spec.config_key())
+
+
+def test_export_csv_round_trips_the_stored_results(tmp_path: Path) -> None:
+    import pandas as pd
+
+    results = stored_for_export(tmp_path / "res")
+    args = ["export", "--format", "csv", "--results-dir", str(tmp_path / "res")]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    frame = pd.read_csv(io.StringIO(out.stdout))
+    assert list(frame["config_key"]) == [r.spec.config_key() for r in results]
+    for (_, row), r in zip(frame.iterrows(), results, strict=True):
+        assert (row["id"], row["status"], row["framework"], row["model"], row["mode"]) == (
+            r.id, r.status.value, r.spec.framework, r.spec.model, r.spec.mode)  # fmt: skip
+        assert row["batch_size"] == r.spec.batch_size and row["repeats_run"] == len(r.repeats)
+        assert json.loads(row["options"]) == r.spec.options
+        assert row["host"] == r.environment.host
+        t = r.metrics.throughput
+        if t is None:  # the failed result: no throughput, nothing invented
+            assert row["throughput_n"] == 0 and pd.isna(row["throughput_median"])
+            continue
+        for name in ("median", "mean", "min", "max", "stdev", "cv", "ci_low", "ci_high"):
+            assert row[f"throughput_{name}"] == getattr(t, name), name  # exact: floats in full
+        assert row["throughput_n"] == t.n == 3
+        for key, value in r.metrics.latency_ms.items():
+            assert row[f"latency_ms_{key}"] == value
+    resnet, bert = (frame.set_index("id").loc[f"id-{m}"] for m in ("resnet50-100.5", "bert-40.1"))
+    assert resnet["image_size"] == 224 and resnet["throughput_median"] == 100.5
+    assert bert["latency_ms_p50"] == 15.0 and pd.isna(bert["mfu"])  # p50 of 10 and 20 ms
+    target = tmp_path / "results.csv"
+    assert CliRunner().invoke(app, [*args, "--out", str(target)]).exit_code == 0
+    assert target.read_text() == out.stdout
+
+
+def test_export_parquet_keeps_the_frame(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    import pandas as pd
+
+    from dlperf.store import results_frame
+
+    results = stored_for_export(tmp_path / "res")
+    target = tmp_path / "results.parquet"
+    args = ["export", "--format", "parquet", "--results-dir", str(tmp_path / "res")]
+    out = CliRunner().invoke(app, [*args, "--out", str(target)])
+    assert out.exit_code == 0, out.output
+    pd.testing.assert_frame_equal(pd.read_parquet(target), results_frame(results),
+                                  check_dtype=False)  # fmt: skip
+
+
+def test_export_parquet_needs_out_and_names_pyarrow(tmp_path: Path, monkeypatch) -> None:
+    stored_for_export(tmp_path / "res")
+    args = ["export", "--format", "parquet", "--results-dir", str(tmp_path / "res")]
+    out = CliRunner().invoke(app, args)  # main() prints a DlperfError and exits 1
+    assert isinstance(out.exception, DlperfError) and "give --out FILE" in str(out.exception)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if not installed
+    target = tmp_path / "results.parquet"
+    out = CliRunner().invoke(app, [*args, "--out", str(target)])
+    assert isinstance(out.exception, DlperfError) and "pip install pyarrow" in str(out.exception)
+    assert not target.exists() and not list(tmp_path.glob(".results.parquet*"))
 
 
 def test_fambench_table_marks_a_missed_latency_target() -> None:

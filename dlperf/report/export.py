@@ -1,0 +1,31 @@
+"""dlperf's own results as a table for other tools: CSV text or Parquet bytes, one row per
+result (`store.results_frame`). Renderers only; the CLI writes."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from dlperf import DlperfError
+from dlperf.schema import Result
+
+PARQUET_MISSING = (
+    "--format parquet needs pyarrow, which dlperf does not install (CSV needs nothing more): "
+    "pip install pyarrow"
+)
+
+
+def results_csv(results: list[Result]) -> str:
+    from dlperf.store import results_frame
+
+    # Floats are written in full (repr), so reading the CSV back gives the stored values.
+    return results_frame(results).to_csv(index=False, lineterminator="\n")
+
+
+def results_parquet(results: list[Result]) -> bytes:
+    # pyarrow is ~170 MB installed and only this format needs it: the user's choice, not a
+    # host dependency.
+    if importlib.util.find_spec("pyarrow") is None:
+        raise DlperfError(PARQUET_MISSING)
+    from dlperf.store import results_frame
+
+    return results_frame(results).to_parquet(None, engine="pyarrow", index=False)
