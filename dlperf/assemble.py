@@ -34,11 +34,11 @@ from dlperf.stats import (
     TooFewSteps,
     WindowThroughput,
     ZeroLengthWindow,
+    job_window,
     latency_percentiles,
     noise_warnings,
     percentile_name,
     summarize,
-    window_throughput,
 )
 from dlperf.system import BUSY_SHARE  # the share of the CPUs that makes a machine busy
 
@@ -76,7 +76,7 @@ def classify(
     if not parsed.start and not parsed.marks:
         return RepeatStatus.bad_output, f"the workload wrote no usable {parsed.what}", None
     try:
-        window = window_throughput(parsed.marks, spec.skip, spec.measure)
+        window = job_window(parsed.rank_marks or [parsed.marks], spec.skip, spec.measure)
     except TooFewSteps as exc:
         return RepeatStatus.too_few_steps, f"{exc}; the workload exited cleanly {where}", None
     except ZeroLengthWindow as exc:

@@ -307,7 +307,8 @@ def run(
     ] = None,
 ) -> None:
     """Run one benchmark: every repeat in its own process, median of the repeats."""
-    from dlperf.runner import JobLaunch, RunCallbacks, run_benchmark
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import RunCallbacks, run_benchmark
     from dlperf.spec import OfficialOptions, resolve_spec
 
     overrides = {

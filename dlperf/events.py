@@ -55,6 +55,7 @@ class ParsedRun:
     notes: list[str] = field(default_factory=list)
     failure: str | None = None  # the output shows the run died (OOM, NaN loss, traceback)
     what: str = "events"  # what the marks were read from, for messages
+    rank_marks: list[list[Mark]] = field(default_factory=list)  # a job's (merge_ranks), by rank
 
 
 def parse_events(text: str) -> ParsedRun:
@@ -118,28 +119,21 @@ def _finite(value: Any) -> float:
 
 
 def merge_ranks(runs: list[ParsedRun]) -> ParsedRun:
-    """One job's marks from every rank's: a step takes as long as its slowest rank (max-reduce
-    of per-step durations, as SuperBench does), its samples are all ranks' samples. Only
-    differences within one rank's clock are used, so ranks on different hosts combine safely.
-    Steps that not every rank reached are dropped; rank 0's start line describes the job.
-    (The runner times a job's window by its slowest rank's own window, which these per-step
-    maxima would overstate when ranks are not in lockstep.)"""
-    merged = ParsedRun(
+    """One job's run from every rank's: rank 0's start line and losses describe the job, it
+    ended when every rank did, and any rank's failure or refusal is the job's. Each rank's marks
+    are kept apart in `rank_marks`, since ranks on different hosts share no clock: the job's
+    window is computed from them (`stats.job_window`: every rank's samples over the slowest
+    rank's own window). `marks` are rank 0's on the steps every rank reached."""
+    by_rank = [{m.step: m for m in r.marks} for r in runs]
+    common = set.intersection(*(set(m) for m in by_rank)) if by_rank else set()
+    return ParsedRun(
         start=dict(runs[0].start) if runs else {},
+        marks=[m for m in runs[0].marks if m.step in common] if runs else [],
+        rank_marks=[list(r.marks) for r in runs],
+        losses=list(runs[0].losses) if runs else [],
         ended=all(r.ended for r in runs),
         unsupported=next((r.unsupported for r in runs if r.unsupported), None),
         malformed=sum(r.malformed for r in runs),
         notes=[note for r in runs for note in r.notes],
         failure=next((r.failure for r in runs if r.failure), None),
     )
-    by_rank = [{m.step: m for m in r.marks} for r in runs]
-    common = sorted(set.intersection(*(set(m) for m in by_rank))) if by_rank else []
-    if not common:
-        return merged
-    merged.marks.append(Mark(common[0], 0.0, 0.0))
-    for prev, step in zip(common, common[1:], strict=False):
-        slowest = max(marks[step].time - marks[prev].time for marks in by_rank)
-        samples = sum(marks[step].samples for marks in by_rank)
-        merged.marks.append(Mark(step, merged.marks[-1].time + slowest, samples))
-    merged.losses = list(runs[0].losses)
-    return merged

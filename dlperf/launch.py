@@ -12,15 +12,17 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
 import string
+import subprocess
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from dlperf import DlperfError
-from dlperf.redact import SSH_ENV  # the ssh program and options (never stored)
-from dlperf.schema import BenchmarkSpec
+from dlperf.redact import SSH_ENV, redact_value  # SSH_ENV: the ssh program and options
+from dlperf.schema import BenchmarkSpec, JobInfo
 
 PLACEHOLDERS = (
     "python",
@@ -278,6 +280,102 @@ def through_launcher(
         argv = ("mpirun", "-np", count, "-H", ",".join(f"{h}:{c}" for h, c in slots.items()),
                 "--map-by", "slot", "bash", "-c", script)  # fmt: skip
     return [NodeCommand(0, nodes[0].host, argv, ".")]
+
+
+@dataclass(frozen=True)
+class JobLaunch:
+    """How a data-parallel job's nodes are started, as the user asked: one of `LAUNCHERS`, and
+    node addresses (none: this host, or under Slurm the allocation's nodes)."""
+
+    launcher: str = "local"
+    hosts: tuple[str, ...] = ()
+
+    def is_job(self, spec: BenchmarkSpec) -> bool:
+        """Whether `spec` runs as a launched job (several ranks, or a remote launcher even for
+        one: `--launcher ssh --hosts gpu0` measures on gpu0)."""
+        return spec.world_size > 1 or self.launcher != "local"
+
+    def node_hosts(self, nodes: int) -> list[str]:
+        """Node addresses, node 0 (the master) first; the local launcher's are all this host."""
+        if self.launcher == "local":
+            if self.hosts:
+                raise DlperfError(
+                    "--launcher local runs every node on this host; to run on the hosts "
+                    f"{', '.join(self.hosts)} pass --launcher ssh, slurm or mpirun"
+                )
+            return ["127.0.0.1"] * nodes
+        if self.launcher == "slurm" and not self.hosts:
+            return resolve_hosts(nodes, slurm_hosts())
+        return resolve_hosts(nodes, self.hosts)
+
+    def resolve(self, spec: BenchmarkSpec) -> ResolvedLaunch:
+        """The launcher checked and the nodes' addresses resolved, once for a whole run (under
+        Slurm that asks `scontrol`)."""
+        if self.launcher not in LAUNCHERS:
+            raise DlperfError(
+                f"unknown launcher {self.launcher!r}; choose one of: {', '.join(LAUNCHERS)}"
+            )
+        is_job = self.is_job(spec)
+        # --hosts with the local launcher is refused there, even for one process (it runs here)
+        hosts = self.node_hosts(spec.nodes) if is_job or self.hosts else []
+        return ResolvedLaunch(self.launcher, tuple(hosts), is_job)
+
+
+@dataclass(frozen=True)
+class ResolvedLaunch:
+    """A run's launcher and its nodes' addresses (node 0 first; none for one local process)."""
+
+    launcher: str = "local"
+    hosts: tuple[str, ...] = ()
+    is_job: bool = False
+
+    @property
+    def remote(self) -> bool:
+        """Whether the nodes' commands run in another process tree than this host's."""
+        return self.launcher != "local"
+
+    @property
+    def dispatched(self) -> bool:
+        """Whether one command (srun, mpirun) starts a task per node, rather than one each."""
+        return self.launcher in ("slurm", "mpirun")
+
+    def start(self, nodes: Sequence[NodeCommand], node_logs: Sequence[str]) -> list[NodeCommand]:
+        """`through_launcher`: a dispatcher sends each node's output to its log in `node_logs`."""
+        return through_launcher(self.launcher, nodes, node_logs if self.dispatched else None)
+
+    def job_info(self, spec: BenchmarkSpec) -> JobInfo:
+        return JobInfo(
+            launcher=self.launcher,
+            hosts=[redact_value(h) for h in self.hosts],  # user:pw@host keeps no password
+            world_size=spec.world_size,
+            global_batch=spec.global_batch,
+        )
+
+
+def slurm_hosts() -> list[str]:
+    """The nodes of the Slurm allocation dlperf runs in, in Slurm's order."""
+    nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
+    if not nodelist:
+        raise DlperfError(
+            "--launcher slurm starts the nodes with srun inside an allocation, but "
+            "SLURM_JOB_NODELIST is not set: run dlperf under salloc or sbatch (`--sbatch FILE` "
+            "writes a batch script), or pass --hosts"
+        )
+    try:
+        out = subprocess.run(
+            ["scontrol", "show", "hostnames", nodelist],
+            capture_output=True, text=True, check=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DlperfError(f"could not expand SLURM_JOB_NODELIST={nodelist!r}: {exc}") from None
+    return out.stdout.split()
+
+
+def free_port() -> int:
+    """A TCP port free on this host now, so two jobs on one host do not collide."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def sbatch_script(spec: BenchmarkSpec, dlperf_argv: Sequence[str], cwd: str) -> str:

@@ -5,6 +5,7 @@ it costs more than half a second, and most commands never need it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ class WindowThroughput:
     samples: float
     elapsed_s: float
     step_times_s: tuple[float, ...]  # durations between consecutive marks inside the window
+    rank_elapsed_s: tuple[float, ...] = ()  # a job's: each rank's own window (job_window)
 
 
 def window_throughput(marks: Sequence[Mark], skip: int, measure: int) -> WindowThroughput:
@@ -67,6 +69,34 @@ def window_throughput(marks: Sequence[Mark], skip: int, measure: int) -> WindowT
         )
     times = [b.time - a.time for a, b in zip([start, *inside], inside, strict=False)]
     return WindowThroughput(samples / elapsed, start.step, end.step, samples, elapsed, tuple(times))
+
+
+def job_window(ranks: Sequence[Sequence[Mark]], skip: int, measure: int) -> WindowThroughput:
+    """A job's window from each rank's own marks: every rank's samples over the slowest rank's
+    own window, whose steps and step times it keeps.
+
+    Only differences within one rank's clock are used, so ranks on different hosts combine
+    safely; a per-step max-reduce across ranks (SuperBench's) would also add up unsynchronised
+    jitter. One rank's window is its `window_throughput`.
+    """
+    if len(ranks) == 1:
+        return window_throughput(ranks[0], skip, measure)
+    windows: dict[int, WindowThroughput] = {}
+    # The rank that reached the fewest steps first: a short job is reported by its shortest rank.
+    for rank in sorted(range(len(ranks)), key=lambda r: ranks[r][-1].step if ranks[r] else -1):
+        try:
+            windows[rank] = window_throughput(ranks[rank], skip, measure)
+        except (TooFewSteps, ZeroLengthWindow) as exc:
+            raise type(exc)(f"rank {rank}: {exc}") from None
+    ordered = [windows[r] for r in range(len(ranks))]
+    slowest = max(ordered, key=lambda w: w.elapsed_s)
+    samples = sum(w.samples for w in ordered)
+    return dataclasses.replace(
+        slowest,
+        throughput=samples / slowest.elapsed_s,
+        samples=samples,
+        rank_elapsed_s=tuple(w.elapsed_s for w in ordered),
+    )
 
 
 @dataclass(frozen=True)

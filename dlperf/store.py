@@ -6,6 +6,7 @@ Layout: ``<results>/<config_key>/<result_id>.json``, raw logs beside it in ``<re
 from __future__ import annotations
 
 import json
+import tempfile
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from dlperf import DlperfError
-from dlperf.files import atomic_write
+from dlperf.files import StorageError, atomic_write
 from dlperf.schema import SCHEMA_VERSION, Result
 
 DEFAULT_RESULTS_DIR = Path("results")
@@ -173,3 +174,25 @@ def results_frame(results: Iterable[Result]):  # -> pandas.DataFrame (pandas imp
     return frame.astype({**dict.fromkeys(_INT_COLUMNS, "Int64"),
                          **dict.fromkeys(_BOOL_COLUMNS, "boolean"),
                          **dict.fromkeys(_FLOAT_COLUMNS, "float64")})  # fmt: skip
+
+
+UNSAVED_DIR = Path(tempfile.gettempdir()) / "dlperf-unsaved"
+"""Where a measured result goes when its results folder cannot take it (full, read-only)."""
+
+
+def unsaved_error(result: Result, results_dir: Path, exc: StorageError) -> StorageError:
+    """The error for a measured result its folder refused: saved elsewhere, or its numbers
+    printed, so that what was measured is never lost (exit code 2: benchmarks ran)."""
+    key = result.spec.config_key()
+    fallback = UNSAVED_DIR / key / f"{result.id}.json"
+    try:
+        atomic_write(fallback, result.model_dump_json(indent=2) + "\n")
+        kept = (
+            f"the result was saved to {fallback} instead: move it to "
+            f"{result_dir(results_dir, key)}/ once that folder can be written"
+        )
+    except StorageError as again:
+        t = result.metrics.throughput
+        numbers = f"median {t.median:.4g} samples/s over {t.n} repeat(s)" if t else "no throughput"
+        kept = f"it could not be saved elsewhere either ({again}); measured: {numbers}"
+    return StorageError(f"{exc}; {kept}", exit_code=2)

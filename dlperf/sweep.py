@@ -361,7 +361,7 @@ def run_sweep(
                     continue
                 cb.repeat_started(spec, index)
                 try:
-                    repeat = runs[key].run_repeat(index)
+                    repeat = runs[key].measure(index)
                     _save_repeat(runs[key], repeat)
                 except StorageError as exc:  # the results disk: no later repeat could be kept
                     remove_empty_files(runs[key].raw_dir)

@@ -17,16 +17,21 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psutil
 
+from dlperf import __version__
 from dlperf.files import StorageError, atomic_write_json
 from dlperf.redact import redact_env
+from dlperf.schema import BenchmarkSpec, Environment, JobInfo
+
+if TYPE_CHECKING:
+    from dlperf.envs import Env, InterpreterInfo
 
 # --------------------------------------------------------------------------------------------
 # Machine description
@@ -593,3 +598,55 @@ def job_peak_flops(
     if scale > 1:
         return peak * scale, f"{scale} x {source}"
     return peak, source
+
+
+def run_environment(
+    workload: dict, env: Env | None, interpreter: InterpreterInfo | None
+) -> Environment:
+    """Where a run measured: this machine (probed now), the env or interpreter that ran the
+    workload, and what the workload itself reported at start-up."""
+    info = machine_info()
+    gpus = info.get("gpus") or []
+    return Environment(
+        dlperf_version=__version__,
+        host=info["host"],
+        os=info["os"],
+        python=workload.get("python"),
+        framework_version=workload.get("framework_version")
+        or (env.framework_version if env else None),
+        env_name=env.path.name if env and env.kind == "built" else None,
+        env_kind=env.kind if env else None,
+        interpreter=str(interpreter.python) if interpreter else None,
+        dists_digest=interpreter.dists_digest if interpreter else None,
+        cpu=info.get("cpu"),
+        cpu_count=info.get("cpu_count_logical"),
+        gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
+        device_name=workload.get("device_name"),
+        threads=workload.get("threads") or None,
+        env_vars=captured_env_vars(),
+    )
+
+
+def run_peak(spec: BenchmarkSpec, workload: dict, job: JobInfo) -> tuple[float, str] | None:
+    """The job's peak FLOP/s when the workload reports its FLOPs (the MFU's denominator)."""
+    if not workload.get("flops_per_sample"):
+        return None
+    machines = distinct_machines(job.hosts) if job.hosts else 1
+    return job_peak_flops(
+        spec.device,
+        workload.get("device_name"),
+        spec.precision,
+        gpus=spec.world_size,
+        machines=machines,
+    )
+
+
+def distinct_machines(hosts: Sequence[str]) -> int:
+    """How many machines the node addresses name ("localhost" and 127.0.0.1 are one)."""
+    found = set()
+    for host in hosts:
+        try:
+            found.add(socket.gethostbyname(host))
+        except OSError:
+            found.add(host)
+    return len(found)

@@ -160,7 +160,8 @@ def sshd(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.multiprocess
 def test_ssh_launcher_runs_a_two_node_job(sshd, tmp_path, monkeypatch) -> None:
-    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import run_benchmark
     from dlperf.schema import ResultStatus
 
     monkeypatch.setenv("DLPERF_SSH", sshd)
@@ -179,7 +180,8 @@ def test_ssh_launcher_runs_a_two_node_job(sshd, tmp_path, monkeypatch) -> None:
 
 @pytest.mark.multiprocess
 def test_ssh_launcher_runs_even_a_single_rank_on_the_named_host(sshd, tmp_path, monkeypatch):
-    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import run_benchmark
     from dlperf.schema import ResultStatus
 
     monkeypatch.setenv("DLPERF_SSH", sshd)
@@ -194,7 +196,8 @@ def test_ssh_launcher_runs_even_a_single_rank_on_the_named_host(sshd, tmp_path, 
 
 @pytest.mark.multiprocess
 def test_ssh_launcher_hangs_up_remote_ranks_when_one_node_fails(sshd, tmp_path, monkeypatch):
-    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import run_benchmark
     from dlperf.schema import RepeatStatus
 
     monkeypatch.setenv("DLPERF_SSH", sshd)
@@ -218,7 +221,8 @@ def mpirun_env(monkeypatch) -> None:
 
 @pytest.mark.multiprocess
 def test_mpirun_launcher_runs_a_two_node_job(tmp_path, monkeypatch) -> None:
-    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import run_benchmark
     from dlperf.schema import ResultStatus
 
     mpirun_env(monkeypatch)
@@ -235,7 +239,8 @@ def test_mpirun_launcher_runs_a_two_node_job(tmp_path, monkeypatch) -> None:
 
 @pytest.mark.multiprocess
 def test_mpirun_launcher_tears_the_job_down_when_a_rank_crashes(tmp_path, monkeypatch) -> None:
-    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import run_benchmark
     from dlperf.schema import RepeatStatus
 
     mpirun_env(monkeypatch)
@@ -249,11 +254,26 @@ def test_mpirun_launcher_tears_the_job_down_when_a_rank_crashes(tmp_path, monkey
 
 
 def test_slurm_outside_an_allocation_says_what_to_do(tmp_path, monkeypatch) -> None:
-    from dlperf.runner import JobLaunch, run_benchmark
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import run_benchmark
 
     monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
     with pytest.raises(DlperfError, match="run dlperf under salloc or sbatch"):
         run_benchmark(pace_spec(), tmp_path, launch=JobLaunch("slurm"))
+
+
+def test_slurm_hosts_are_resolved_once_per_run(tmp_path, monkeypatch) -> None:
+    from unittest import mock
+
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import prepare_run
+
+    nodes = mock.Mock(return_value=["127.0.0.1", "127.0.0.1"])  # scontrol's answer
+    monkeypatch.setattr("dlperf.launch.slurm_hosts", nodes)
+    run = prepare_run(pace_spec(), tmp_path, launch=JobLaunch("slurm"))
+    assert run.launch.hosts == ("127.0.0.1", "127.0.0.1") and run.launch.dispatched
+    assert run.launch.job_info(run.spec).hosts == ["127.0.0.1", "127.0.0.1"]
+    assert nodes.call_count == 1  # not once more per repeat, nor for the stored result
 
 
 def test_sbatch_script_reruns_the_same_benchmark_inside_the_allocation(tmp_path) -> None:

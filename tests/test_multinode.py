@@ -10,16 +10,26 @@ import pytest
 from conftest import throughput_from_marks, workload_processes
 
 from dlperf.events import Mark, ParsedRun, merge_ranks
-from dlperf.runner import free_port, run_benchmark
+from dlperf.launch import free_port
+from dlperf.runner import run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
 from dlperf.spec import resolve_spec
 
 
-def test_merge_ranks_is_a_max_reduce_of_step_times() -> None:
-    fast = ParsedRun(marks=[Mark(0, 100.0, 0), Mark(1, 101.0, 8), Mark(2, 102.0, 8)])
-    slow = ParsedRun(marks=[Mark(0, 5.0, 0), Mark(1, 7.0, 8), Mark(2, 8.0, 8), Mark(3, 9.0, 8)])
-    merged = merge_ranks([fast, slow])  # different clocks: only differences are used
-    assert merged.marks == [Mark(0, 0.0, 0.0), Mark(1, 2.0, 16), Mark(2, 3.0, 16)]
+def test_merge_ranks_keeps_each_ranks_marks_and_the_jobs_facts() -> None:
+    fast = ParsedRun(
+        start={"rank": 0}, marks=[Mark(0, 100.0, 0), Mark(1, 101.0, 8)], ended=True, losses=[1.0]
+    )
+    slow = ParsedRun(
+        start={"rank": 1}, marks=[Mark(0, 5.0, 0), Mark(1, 7.0, 8), Mark(2, 8.0, 8)],
+        failure="NaN loss", notes=["1 malformed event line(s) ignored"], malformed=1,
+    )  # fmt: skip
+    merged = merge_ranks([fast, slow])
+    assert merged.rank_marks == [fast.marks, slow.marks]  # different clocks: never mixed
+    assert merged.marks == fast.marks  # rank 0's, on the steps every rank reached
+    assert merged.start == {"rank": 0} and merged.losses == [1.0]
+    assert not merged.ended and merged.failure == "NaN loss" and merged.malformed == 1
+    assert merged.notes == ["1 malformed event line(s) ignored"]
 
 
 def test_ports_differ_between_jobs() -> None:
@@ -128,7 +138,7 @@ def test_an_adapter_without_a_launcher_is_refused_before_any_env_is_built(tmp_pa
 
 
 def test_mfu_counts_machines_not_names() -> None:
-    from dlperf.runner import distinct_machines
+    from dlperf.system import distinct_machines
 
     assert distinct_machines(["127.0.0.1", "localhost", "127.0.0.1"]) == 1
     assert distinct_machines(["node-a.invalid", "node-b.invalid"]) == 2  # unresolved: by name

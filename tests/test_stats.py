@@ -5,6 +5,7 @@ import pytest
 from dlperf.events import Mark
 from dlperf.stats import (
     TooFewSteps,
+    job_window,
     noise_warnings,
     summarize,
     t_quantile_975,
@@ -29,6 +30,27 @@ def test_window_counts_samples_between_first_and_last_mark():
     assert w.elapsed_s == pytest.approx(0.6)
     assert w.throughput == pytest.approx(50.0)
     assert w.step_times_s == pytest.approx((0.1, 0.2, 0.3))
+
+
+def test_a_jobs_window_is_every_ranks_samples_over_the_slowest_ranks_own_window():
+    fast = dense_marks([1.0, 0.1, 0.1, 0.1])  # the two ranks' clocks are 50 s apart
+    slow = [Mark(m.step, m.time + 50.0, m.samples) for m in dense_marks([1.0, 0.1, 0.4, 0.1])]
+    w = job_window([fast, slow], skip=1, measure=3)
+    assert (w.start_step, w.end_step) == (1, 4)
+    assert w.samples == 60  # 3 steps x 10 samples x 2 ranks
+    assert w.elapsed_s == pytest.approx(0.6)  # rank 1's own window
+    assert w.throughput == pytest.approx(100.0)
+    assert w.step_times_s == pytest.approx((0.1, 0.4, 0.1))  # the slowest rank's steps
+    assert w.rank_elapsed_s == pytest.approx((0.3, 0.6))
+    # Per-step maxima would time the job at 0.1 + 0.4 + 0.1 = 0.6 here, but 0.4 + 0.4 + 0.4 =
+    # 1.2 when each rank is slow on a different step: jitter that is not the job's.
+    one = job_window([fast], skip=1, measure=3)
+    assert one == window_throughput(fast, 1, 3) and one.rank_elapsed_s == ()
+
+
+def test_a_jobs_short_rank_names_itself():
+    with pytest.raises(TooFewSteps, match="^rank 1: .*marks up to step 2"):
+        job_window([dense_marks([0.1] * 5), dense_marks([0.1, 0.1])], skip=1, measure=3)
 
 
 def test_window_is_not_an_average_of_step_rates():
