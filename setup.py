@@ -12,6 +12,7 @@ DATA = ["dlperf.third_party_scripts", "dlperf.patches"]  # manifests and patches
 setup(
     packages=[
         "dlperf",
+        "dlperf.cli",
         "dlperf.report",
         "dlperf.logformats",
         "dlperf.importers",

@@ -205,6 +205,19 @@ def load_manifests(directory: Path | None = None) -> dict[str, Manifest]:
     return manifests
 
 
+def select_manifests(names: list[str] | None) -> list[Manifest]:
+    """The manifests named (every one when `names` is empty); an unknown name lists the known."""
+    manifests = load_manifests()
+    if not names:
+        return list(manifests.values())
+    unknown = [n for n in names if n not in manifests]
+    if unknown:
+        raise DlperfError(
+            f"unknown manifest(s) {', '.join(unknown)}; known: {', '.join(manifests)}"
+        )
+    return [manifests[n] for n in names]
+
+
 def find_manifest(framework: str, model: str, name: str | None = None) -> Manifest:
     """The manifest `name`, or the default one for (framework, model)."""
     manifests = load_manifests()

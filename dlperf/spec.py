@@ -23,9 +23,9 @@ from dlperf.adapter import (
 )
 from dlperf.adapters import get_adapter
 from dlperf.models import MODELS, PRESETS, get_model, preset_values
-from dlperf.official import prepare_official
+from dlperf.official import OfficialAdapter, prepare_official
 from dlperf.schema import MAX_KEY_CHARS, BenchmarkSpec
-from dlperf.sources import find_manifest
+from dlperf.sources import checkout_dir, find_manifest
 
 
 def resolve_spec(
@@ -150,13 +150,22 @@ class OfficialOptions:
 
 
 def adapter_for(
-    spec: BenchmarkSpec, official: OfficialOptions | None = None, out_dir: Path | None = None
+    spec: BenchmarkSpec,
+    official: OfficialOptions | None = None,
+    out_dir: Path | None = None,
+    *,
+    fetch: bool = True,
 ) -> Adapter:
     """The built-in adapter, or the spec's official implementation at a verified checkout
-    (its outputs go to `out_dir`, never into the checkout, which must stay verifiable)."""
+    (its outputs go to `out_dir`, never into the checkout, which must stay verifiable).
+    `fetch=False` (a dry run) names the checkout's place without fetching or verifying it."""
     if spec.impl != "official":
         return get_adapter(spec.framework)
     opts = official or OfficialOptions()
+    if not fetch:
+        manifest = find_manifest(spec.framework, spec.model, spec.source)
+        checkout = checkout_dir(manifest.upstream)
+        return OfficialAdapter(manifest, checkout, data_dir=opts.data_dir, out_dir=out_dir)
     return prepare_official(
         find_manifest(spec.framework, spec.model, spec.source),
         sources_dir=opts.sources_dir,

@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from dlperf.report.chart import render_chart
 from dlperf.report.markdown import render_model_report
-from dlperf.report.writer import write_reports
+from dlperf.report.writer import write_fambench_report, write_reports
 
-__all__ = ["render_chart", "render_model_report", "write_reports"]
+__all__ = ["render_chart", "render_model_report", "write_fambench_report", "write_reports"]

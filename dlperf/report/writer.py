@@ -10,6 +10,7 @@ from dlperf.models import MODELS
 from dlperf.report._data import configs, frameworks, scaling_series, select
 from dlperf.report.chart import render_chart, render_scaling_chart
 from dlperf.report.markdown import GENERATED, render_model_report
+from dlperf.report.suites import fambench_table
 from dlperf.schema import Result, ResultStatus
 from dlperf.store import latest_per_config, load_results
 
@@ -49,6 +50,14 @@ def write_reports(
     atomic_write(index, render_index(results))
     written.append(index)
     return written
+
+
+def write_fambench_report(results_dir: Path, reports_dir: Path) -> tuple[Path, str]:
+    """Write reports/fambench.md (FAMBench's table of the newest result of each configuration);
+    returns the written path and the table."""
+    table = fambench_table(latest_per_config(load_results(results_dir)))
+    heading = "# Results in FAMBench's format\n\n"
+    return atomic_write(reports_dir / "fambench.md", heading + table), table
 
 
 def render_index(results: list[Result]) -> str:

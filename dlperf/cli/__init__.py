@@ -1,0 +1,98 @@
+"""The `dlperf` command line: thin; parses options, calls the core, prints with rich.
+
+This module is the Typer app and `main()` (errors to exit codes, signals); each command lives
+in the module of its group (run, results, env, sources, checks), its options in `options`, and
+what it shows in `render`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.markup import escape as esc
+from typer.exceptions import TyperException
+
+from dlperf import DlperfError, __version__
+from dlperf.cli import checks, env, results, run, sources
+from dlperf.cli.render import console, err, show_warning
+
+app = typer.Typer(
+    help="Measure deep-learning framework performance fairly and reproducibly.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+env_app = typer.Typer(help="Isolated per-framework environments.", no_args_is_help=True)
+app.add_typer(env_app, name="env")
+sources_app = typer.Typer(
+    help="Official upstream implementations: pinned checkouts with tracked patches.",
+    no_args_is_help=True,
+)
+app.add_typer(sources_app, name="sources")
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"dlperf {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    pass
+
+
+# Registration order is the order `dlperf --help` lists them in.
+app.command("list")(env.list_cmd)
+env_app.command("create")(env.env_create)
+env_app.command("list")(env.env_list)
+env_app.command("remove")(env.env_remove)
+app.command()(run.run)
+app.command()(run.sweep)
+app.command("check-models")(checks.check_models_cmd)
+sources_app.command("list")(sources.sources_list)
+sources_app.command("fetch")(sources.sources_fetch)
+sources_app.command("verify")(sources.sources_verify)
+app.command()(results.parse)
+app.command()(results.report)
+app.command()(results.export)
+app.command()(results.score)
+app.command()(results.compare)
+app.command()(checks.doctor)
+
+
+def main() -> None:
+    """Exit codes: 0 ok, 1 user error (clear message), 2 some benchmark failed, 130 Ctrl-C."""
+    import signal
+    import warnings
+
+    warnings.showwarning = show_warning
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    # CI cancelling, `timeout`, `scancel` (SIGTERM) and a closed terminal (SIGHUP) stop dlperf
+    # as Ctrl-C does: workloads killed, finished repeats kept.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
+    try:
+        code = app(standalone_mode=False)
+    except DlperfError as exc:
+        err.print(f"[red]error:[/] {esc(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        code = 130
+    except TyperException as exc:  # bad usage is a user error: exit 1, not click's 2
+        exc.show()
+        sys.exit(1)
+    if code == 130:  # Typer turns Ctrl-C into Exit(130) before we see it
+        err.print(
+            "[yellow]interrupted[/]: workloads stopped; repeats that had finished were stored "
+            "(the others marked interrupted); a sweep resumes where it stopped"
+        )
+    sys.exit(code if isinstance(code, int) else 0)

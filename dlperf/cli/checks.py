@@ -1,0 +1,39 @@
+"""`dlperf doctor` (what on this machine threatens a stable number) and `dlperf check-models`
+(every framework builds the same models)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.markup import escape as esc
+
+import dlperf.cli.options as o
+from dlperf.cli.render import console, doctor_checks_table, err, model_checks_table, print_peak
+
+
+def check_models_cmd(framework: o.OnlyFrameworks = None, model: o.OnlyModels = None) -> None:
+    """Prove every framework builds the same models: parameter counts and FLOPs per sample."""
+    from dlperf.checks import check_models
+
+    checks = check_models(framework, model, log=lambda m: err.print(f"  {esc(m)}"))
+    console.print(model_checks_table(checks))
+    if not all(c.ok for c in checks):
+        raise typer.Exit(2)
+
+
+def doctor(json_out: o.DoctorJson = False, measure_peak: o.MeasurePeak = False) -> None:
+    """What on this machine threatens a stable number (TorchBench V0's controls)."""
+    from dlperf.doctor import checks_as_dicts, run_checks
+    from dlperf.system import cpu_peak, machine_info
+
+    checks = run_checks()
+    info = machine_info()
+    peak = cpu_peak(refresh=measure_peak)
+    if json_out:
+        payload = {"machine": info, "cpu_peak": peak, "checks": checks_as_dicts(checks)}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    print_peak(info, peak)
+    console.print(doctor_checks_table(checks))

@@ -1,0 +1,83 @@
+"""`dlperf list` (what can run, and whether its environment is ready) and `dlperf env ...`
+(the isolated per-framework environments)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.markup import escape as esc
+from rich.table import Table
+
+import dlperf.cli.options as o
+from dlperf import DlperfError
+from dlperf.cli.render import console, envs_table
+
+
+def list_cmd() -> None:
+    """Frameworks x models x implementations, and whether each environment is ready."""
+    from dlperf.adapters import adapter_names, get_adapter
+    from dlperf.envs import env_status
+    from dlperf.models import MODELS
+    from dlperf.sources import load_manifests
+
+    official: dict[tuple[str, str], list[str]] = {}
+    for m in load_manifests().values():
+        official.setdefault((m.framework, m.model), []).append(m.name + ("*" if m.default else ""))
+    table = Table("framework", "model", "implementations", "env (cpu)", "description")
+    for name in adapter_names():
+        adapter = get_adapter(name)
+        spec = adapter.env_spec("cpu")
+        state = env_status(spec) if spec else "host python"
+        for model in adapter.models:
+            impls = list(adapter.impls)
+            if (name, model) in official:
+                impls.append(f"official: {', '.join(sorted(official[name, model]))}")
+            table.add_row(name, model, "; ".join(impls), state, MODELS[model].description)
+        for model in adapter.micro_models:
+            table.add_row(name, model, "micro", state, MODELS[model].description)
+    console.print(table)
+    console.print("official: upstream scripts (`dlperf sources list`); * = the default one")
+
+
+def env_create(framework: str, device: o.EnvDevice = "cpu", rebuild: o.Rebuild = False) -> None:
+    """Create (or verify and reuse) FRAMEWORK's isolated environment."""
+    from dlperf.adapters import get_adapter
+    from dlperf.envs import ensure_env
+
+    spec = get_adapter(framework).env_spec(device)
+    if spec is None:
+        console.print(f"{framework} runs on the host interpreter; it needs no environment")
+        return
+    with console.status(f"preparing {spec.name} (first build can take minutes)"):
+        env = ensure_env(spec, rebuild=rebuild, log=lambda m: console.print(f"  {esc(m)}"))
+    console.print(f"[green]ready[/] {esc(str(env.path))} ({framework} {env.framework_version})")
+
+
+def env_list() -> None:
+    """Environments on disk, their state and size."""
+    from dlperf.envs import envs_root, list_envs
+
+    records = list_envs()
+    if not records:
+        console.print(f"no environments in {esc(str(envs_root()))}", markup=False)
+        return
+    console.print(envs_table(records))
+
+
+def env_remove(name: str, yes: o.Yes = False) -> None:
+    """Remove environments named NAME or starting with NAME- (e.g. `pytorch`); asks first."""
+    from dlperf.envs import list_envs, remove_envs
+
+    matched = [r.name for r in list_envs() if r.name == name or r.name.startswith(f"{name}-")]
+    if matched and not yes:
+        if not sys.stdin.isatty():
+            raise DlperfError(
+                f"dlperf env remove {name} would delete {', '.join(matched)}; nobody is at a "
+                "terminal to confirm, so nothing was removed: add --yes to remove them"
+            )
+        if not typer.confirm(f"remove {', '.join(matched)}?"):
+            console.print("nothing removed")
+            return
+    for path in remove_envs(name):
+        console.print(f"removed {path}", markup=False)

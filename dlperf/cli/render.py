@@ -1,0 +1,181 @@
+"""What the command line shows, built from core objects: the consoles, the one progress bar
+for repeats (run and sweep), tables, and the lines that summarise a result or a plan."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape as esc
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+console = Console(width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+
+
+def repeat_progress(out: Console, *, transient: bool = False) -> Progress:
+    """The progress bar over repeats, with elapsed time and ETA."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} repeats"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=out,
+        transient=transient,
+        # Redrawing the bar takes CPU from the workload on a small machine: once a second is
+        # enough for an ETA counted in minutes.
+        refresh_per_second=1,
+    )
+
+
+def repeat_value(r) -> str:
+    """A finished repeat's number, or why it has none."""
+    return f"{r.throughput:.2f} samples/s" if r.throughput else r.message
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings from the core (a skipped result file) as one line, without source lines."""
+    err.print(f"[yellow]warning:[/] {esc(str(message))}", highlight=False, soft_wrap=True)
+
+
+def print_summary(out: Console, result, path: Path) -> None:
+    t = result.metrics.throughput
+    if t:
+        out.print(
+            f"[bold]median {t.median:.2f} samples/s[/] over {t.n} repeat(s) "
+            f"(min {t.min:.2f}, max {t.max:.2f}, CV {t.cv:.1%}, "
+            f"95% CI {t.ci_low:.2f}–{t.ci_high:.2f})"
+        )
+    m = result.metrics
+    if m.score is not None:
+        out.print(f"[bold]score {m.score:.4g} {m.score_unit}[/] (the op's own rate)")
+    if m.mfu is not None:
+        out.print(f"MFU {m.mfu:.2%} of {m.peak_flops / 1e12:.3g} TFLOP/s ({esc(m.peak_source)})")
+    for w in result.warnings:
+        out.print(f"[yellow]warning:[/] {esc(w)}")
+    out.print(f"status [bold]{result.status.value}[/]; stored {esc(str(path))}")
+
+
+def print_scaling(out: Console, result, base, efficiency: float, suspect: float) -> None:
+    """A data-parallel run against the stored 1x1 run of its configuration, flagged when it
+    scales better than linearly (which a real job cannot)."""
+    n = result.spec.world_size
+    out.print(
+        f"scaling vs the 1x1 result {base.id}: speedup {efficiency * n:.2f} on {n} devices, "
+        f"efficiency {efficiency:.1%}",
+        highlight=False,
+    )
+    if efficiency > suspect:
+        out.print(
+            f"[yellow]suspect:[/] more than linear scaling ({efficiency:.1%} > "
+            f"{suspect:.0%}): the 1x1 run or this one was disturbed (a busy machine, "
+            "simulated nodes sharing one host's cores); rerun both on an idle machine",
+            highlight=False,
+        )
+
+
+def print_nodes(nodes: Iterable) -> None:
+    """Each node's command line, as a dry run shows it."""
+    for node in nodes:
+        console.print(f"[bold]node {node.node_rank}[/] ({esc(node.host)}):", highlight=False)
+        console.print(f"  {node.shell_line()}", highlight=False, soft_wrap=True, markup=False)
+
+
+def headline(result) -> str:
+    """One line: the configuration and its number (score, LoadGen metric or throughput)."""
+    s, m = result.spec, result.metrics
+    name = f"{s.framework} {s.model} {s.mode} {s.nodes}n{s.devices_per_node}d b{s.batch_size}"
+    if m.loadgen_metric:
+        valid = "VALID" if m.loadgen_valid else "INVALID"
+        run, lg = result.repeats[0].loadgen, m.loadgen_metric
+        return f"{name} {run.scenario}: {run.metric} {lg.median:.6g} {lg.unit} ({valid})"
+    if m.score is not None:
+        return f"{name}: {m.score:.6g} {m.score_unit}"
+    if m.throughput:
+        t = m.throughput
+        return f"{name} {s.precision}: median {t.median:.2f} samples/s over {t.n}"
+    return f"{name}: no usable repeat"
+
+
+def envs_table(records) -> Table:
+    table = Table("name", "state", "framework version", "python", "size", "path")
+    for r in records:
+        size = f"{r.size_bytes / 2**30:.2f} GiB" if r.size_bytes else "—"
+        table.add_row(
+            r.name, r.state, r.framework_version or "—", r.python or "—", size, esc(str(r.path))
+        )
+    return table
+
+
+def model_checks_table(checks) -> Table:
+    table = Table("framework", "model", "shape", "params", "expected", "GFLOPs/sample", "check")
+    for c in checks:
+        flops = f"{c.flops_per_sample / 1e9:.3f}" if c.flops_per_sample else "—"
+        verdict = "[green]ok[/]" if c.ok else f"[red]MISMATCH[/] {esc(c.error or '')}"
+        params = f"{c.params:,}" if c.params is not None else "—"
+        table.add_row(
+            c.framework, c.model, c.shape, params, f"{c.expected_params:,}", flops, verdict
+        )
+    return table
+
+
+def sources_table(states) -> Table:
+    table = Table(
+        "manifest", "framework model", "commit", "log format", "env", "checkout", box=None
+    )
+    for st in states:
+        m = st.manifest
+        env = m.environment
+        if env.kind == "container":
+            where = f"{env.runtime} {env.image.rsplit('/', 1)[-1]}"
+        else:
+            where = f"pip py{env.python}"
+        table.add_row(
+            m.name + (" *" if m.default else ""),
+            f"{m.framework} {m.model}",
+            m.upstream.commit[:12],
+            m.log_format,
+            where,
+            st.state,
+        )
+    return table
+
+
+def score_table(s) -> Table:
+    table = Table("family", "subscore", "configurations")
+    for name, value in s.families.items():
+        table.add_row(name, f"{value:.1f}", str(len(s.members[name])))
+    return table
+
+
+def doctor_checks_table(checks) -> Table:
+    table = Table("check", "status", "found", "advice")
+    colours = {"ok": "green", "warn": "yellow", "info": "blue"}
+    for c in checks:
+        colour = colours.get(c.status, "white")
+        table.add_row(c.name, f"[{colour}]{c.status}[/]", esc(c.value), esc(c.advice))
+    return table
+
+
+def print_peak(info: dict, peak: dict) -> None:
+    """The machine and its measured CPU GEMM peak (how, when, how busy the machine was)."""
+    console.print(
+        f"{info.get('host')}: {info.get('cpu')} x{info.get('cpu_count_logical')}, "
+        f"measured fp32 GEMM peak {peak['flops'] / 1e9:.1f} GFLOP/s",
+        highlight=False,
+    )
+    share = peak.get("other_share")
+    console.print(
+        f"  how: {peak.get('source')}; when: {peak.get('measured')}; other processes took "
+        f"{'an unknown share' if share is None else f'{share:.0%}'} of the CPUs meanwhile",
+        highlight=False,
+    )
+    if peak.get("under_load"):
+        console.print(
+            "  [yellow]measured under load: not cached and not used for MFU[/]; run "
+            "`dlperf doctor --measure-peak` again when the machine is idle"
+        )

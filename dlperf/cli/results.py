@@ -1,0 +1,230 @@
+"""Commands over stored results: parse (import logs made elsewhere), report, export, score,
+compare."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape as esc
+
+import dlperf.cli.options as o
+from dlperf import DlperfError
+from dlperf.cli.render import console, err, headline, score_table
+from dlperf.files import atomic_write
+from dlperf.store import DEFAULT_RESULTS_DIR
+
+SUITES = ("mlperf", "fambench")  # `dlperf parse` sources that are other suites' logs
+PARSE_OPTIONS = {  # the options each `dlperf parse` source uses
+    "mlperf": ("--framework", "--model", "--batch-size", "--device"),
+    "fambench": ("--framework", "--device"),
+    "framework": ("--impl", "--source", "--batch-size", "--nodes", "--devices-per-node",
+                  "--amp/--fp32", "--device", "--skip", "--measure"),
+}  # fmt: skip
+
+
+def parse(
+    what: o.LogSource,
+    args: o.LogArgs,
+    impl: o.ParseImpl = None,
+    source: o.ParseSource = None,
+    batch_size: o.ParseBatchSize = None,
+    nodes: o.ParseNodes = None,
+    devices_per_node: o.ParseDevicesPerNode = None,
+    amp: o.ParseAmp = None,
+    device: o.ParseDevice = None,
+    skip: o.ParseSkip = None,
+    measure: o.ParseMeasure = None,
+    framework: o.ParseFramework = None,
+    model: o.ParseModel = None,
+    results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """Import logs made elsewhere as results: DLPerf-style logs and dlperf events files (one
+    result per configuration, a repeat per log), MLPerf LoadGen log folders, FAMBench logs."""
+    from dlperf.adapters import adapter_names
+
+    if what not in SUITES and what not in adapter_names():
+        raise DlperfError(
+            f"unknown log source {what!r}: give a framework ({', '.join(adapter_names())}) "
+            f"then MODEL PATH..., or {' / '.join(SUITES)} then PATH..."
+        )
+    given = {
+        "--impl": impl, "--source": source, "--batch-size": batch_size, "--nodes": nodes,
+        "--devices-per-node": devices_per_node, "--amp/--fp32": amp, "--device": device,
+        "--skip": skip, "--measure": measure, "--framework": framework, "--model": model,
+    }  # fmt: skip
+    applies = PARSE_OPTIONS.get(what, PARSE_OPTIONS["framework"])
+    stray = [flag for flag, value in given.items() if value is not None and flag not in applies]
+    if stray:
+        raise DlperfError(
+            f"{', '.join(stray)} not used by `dlperf parse {what}`: it takes "
+            f"{', '.join(applies)}; leave the others out"
+        )
+    if what in SUITES:
+        paths = [Path(a) for a in args]
+        if what == "mlperf":
+            from dlperf.importers.loadgen import import_dirs
+
+            imported = import_dirs(
+                paths,
+                framework=framework or "external",
+                model=model or "sut",
+                batch_size=1 if batch_size is None else batch_size,
+                device=device or "cpu",
+                results_dir=results_dir,
+            )
+        else:
+            from dlperf.importers.fambench import import_logs as import_fambench
+
+            imported = import_fambench(
+                paths,
+                framework=framework or "pytorch",
+                device=device or "cpu",
+                results_dir=results_dir,
+            )
+    else:
+        from dlperf.importers.dlperf_logs import import_logs
+
+        if len(args) < 2:
+            raise DlperfError(f"usage: dlperf parse {what} MODEL PATH... (logs or folders)")
+        from dlperf.adapters import get_adapter
+
+        runs = get_adapter(what)
+        if not runs.runs(args[0]):
+            known = ", ".join([*runs.models, *runs.micro_models])
+            raise DlperfError(f"{what} has no model {args[0]!r}; its models: {known}")
+        overrides = {
+            "batch_size": batch_size,
+            "nodes": nodes,
+            "devices_per_node": devices_per_node,
+            "precision": None if amp is None else ("amp" if amp else "fp32"),
+            "device": device,
+            "skip": skip,
+            "measure": measure,
+            "source": source,
+        }
+        imported = import_logs(
+            what,
+            args[0],
+            [Path(a) for a in args[1:]],
+            impl=impl or ("micro" if args[0] in runs.micro_models else "ootb"),
+            overrides=overrides,
+            results_dir=results_dir,
+        )
+    failed = False
+    for result, path in imported:
+        console.print(
+            f"{headline(result)} ({len(result.repeats)} log(s)) -> {path}",
+            highlight=False,
+            markup=False,
+        )
+        for w in result.warnings:
+            console.print(f"  [yellow]warning:[/] {esc(w)}", highlight=False)
+        failed |= result.status.value != "ok"
+    if failed:
+        raise typer.Exit(2)
+
+
+def report(
+    results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+    reports_dir: o.ReportsDir = Path("reports"),
+    style: o.ReportStyle = "dlperf",
+) -> None:
+    """Regenerate reports/<model>.md (and charts) from the results directory."""
+    from dlperf.report import write_fambench_report, write_reports
+    from dlperf.store import iter_result_paths
+
+    if not iter_result_paths(results_dir):
+        raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
+    if style == "fambench":
+        path, table = write_fambench_report(results_dir, reports_dir)
+        sys.stdout.write(table)
+        console.print(f"wrote {path}", markup=False)
+        return
+    from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
+    from dlperf.store import load_results
+
+    results = load_results(results_dir)
+    for p in write_reports(results_dir, reports_dir, results):
+        console.print(f"wrote {p}", markup=False)
+    for result, efficiency in suspect_scaling(results):
+        console.print(
+            f"[yellow]suspect:[/] {result.spec.config_key()} scales at {efficiency:.1%} of "
+            f"linear (> {SUSPECT_EFFICIENCY:.0%}); rerun it and its 1x1 on an idle machine",
+            highlight=False,
+        )
+
+
+def export(
+    format_: o.ExportFormat,
+    results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+    out: o.OutFile = None,
+) -> None:
+    """Results for other tools: SuperBench's metric names, or a table (CSV, Parquet) of the
+    newest result of each configuration."""
+    from dlperf.store import latest_per_config, load_results
+
+    if format_ == "parquet" and out is None:
+        raise DlperfError("--format parquet is binary: give --out FILE")
+    results = latest_per_config(load_results(results_dir))
+    if format_ == "superbench":
+        from dlperf.report.suites import superbench_jsonl
+
+        data: str | bytes = superbench_jsonl(results)
+        if not data:
+            raise DlperfError(f"no results with a throughput in {results_dir}")
+        what = f"{data.count(chr(10))} line(s)"
+    else:
+        from dlperf.report.export import results_csv, results_parquet
+
+        if not results:
+            raise DlperfError(f"no results in {results_dir}")
+        data = results_csv(results) if format_ == "csv" else results_parquet(results)
+        what = f"{len(results)} result(s)"
+    if out is None:
+        sys.stdout.write(data)  # csv or superbench: text
+    else:
+        atomic_write(out, data)
+        err.print(f"wrote {what} to {out}", markup=False)
+
+
+def score(
+    freeze: o.Freeze = None,
+    reference: o.Reference = None,
+    results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """TorchBench V0's score: the weighted geometric mean of speedups over a frozen reference,
+    weights split evenly by model family, then by configuration; 1000 = the reference."""
+    from dlperf import score as scoring
+
+    if (freeze is None) == (reference is None):
+        raise DlperfError("give one of --freeze FILE (make a reference) or --reference FILE")
+    if freeze is not None:
+        n = scoring.freeze(results_dir, freeze)
+        console.print(f"froze {n} configuration(s) into {freeze}", markup=False)
+        return
+    s = scoring.score(results_dir, reference)
+    console.print(score_table(s))
+    console.print(f"[bold]score {s.total:.1f}[/] (reference = 1000)")
+    for key in s.missing:
+        console.print(f"[yellow]warning:[/] {key} is in the reference but not in these results")
+
+
+def compare(
+    a: o.Baseline,
+    b: o.Candidate,
+    threshold: o.Threshold = 0.05,
+    out: o.MarkdownOut = None,
+) -> None:
+    """Configuration by configuration, B against A; exit code 2 when B regressed."""
+    from dlperf.compare import compare as compare_dirs
+    from dlperf.compare import render_markdown
+
+    rows, notes = compare_dirs(a, b, threshold)
+    text = render_markdown(rows, notes, threshold)
+    sys.stdout.write(text)
+    if out is not None:
+        atomic_write(out, text)
+    if any(r.verdict == "regression" for r in rows):
+        raise typer.Exit(2)

@@ -1,0 +1,296 @@
+"""`dlperf run` (one benchmark, or its dry-run plan, or a Slurm script) and `dlperf sweep`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape as esc
+
+import dlperf.cli.options as o
+from dlperf import DlperfError
+from dlperf.cli.render import (
+    console,
+    err,
+    print_nodes,
+    print_scaling,
+    print_summary,
+    repeat_progress,
+    repeat_value,
+)
+from dlperf.files import atomic_write
+from dlperf.store import DEFAULT_RESULTS_DIR
+
+
+def parse_sets(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key:
+            raise DlperfError(f"--set expects KEY=VALUE, got {item!r}")
+        if key in out and out[key] != value:
+            raise DlperfError(f"--set {key} is given twice ({out[key]}, {value}); give it once")
+        out[key] = value
+    return out
+
+
+def run(
+    framework: o.Framework,
+    model: o.Model,
+    preset: o.Preset = "dlperf",
+    batch_size: o.BatchSize = None,
+    amp: o.Amp = False,
+    xla: o.Xla = False,
+    device: o.Device = "cpu",
+    image_size: o.ImageSize = None,
+    seq_len: o.SeqLen = None,
+    skip: o.Skip = None,
+    measure: o.Measure = None,
+    repeats: o.Repeats = None,
+    nodes: o.Nodes = None,
+    devices_per_node: o.DevicesPerNode = None,
+    set_: o.Sets = None,
+    timeout: o.Timeout = None,
+    no_output_timeout: o.NoOutputTimeout = None,
+    results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+    rebuild_env: o.RebuildEnv = False,
+    json_out: o.RunJson = False,
+    impl: o.RunImpl = None,
+    source: o.RunSource = None,
+    mode: o.Mode = "train",
+    latency_target_ms: o.LatencyTarget = None,
+    scenario: o.Scenario = None,
+    target_qps: o.TargetQps = None,
+    target_latency_ms: o.TargetLatency = None,
+    min_duration_s: o.MinDuration = None,
+    max_duration_s: o.MaxDuration = None,
+    min_query_count: o.MinQueries = None,
+    max_query_count: o.MaxQueries = None,
+    samples_per_query: o.SamplesPerQuery = None,
+    sources_dir: o.SourcesDir = None,
+    hosts: o.Hosts = None,
+    data_dir: o.DataDir = "",
+    dry_run: o.DryRun = False,
+    launcher: o.Launcher = "local",
+    sbatch: o.Sbatch = None,
+    python: o.Python = None,
+) -> None:
+    """Run one benchmark: every repeat in its own process, median of the repeats."""
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import RunCallbacks, run_benchmark
+    from dlperf.spec import OfficialOptions, resolve_spec
+
+    loadgen = {
+        "target_qps": target_qps,
+        "target_latency_ms": target_latency_ms,
+        "min_duration_s": min_duration_s,
+        "max_duration_s": max_duration_s,
+        "min_query_count": min_query_count,
+        "max_query_count": max_query_count,
+        "samples_per_query": samples_per_query,
+    }
+    overrides = {
+        "batch_size": batch_size,
+        "precision": "amp" if amp else None,
+        "xla": xla or None,
+        "device": device,
+        "image_size": image_size,
+        "seq_len": seq_len,
+        "skip": skip,
+        "measure": measure,
+        "repeats": repeats,
+        "nodes": nodes,
+        "devices_per_node": devices_per_node,
+        "options": parse_sets(set_ or []) or None,
+        "timeout_s": timeout,
+        "no_output_timeout_s": no_output_timeout,
+        "impl": impl,
+        "source": source,
+        "mode": mode if mode != "train" else None,
+        "latency_target_ms": latency_target_ms,
+        "scenario": scenario,
+        "loadgen": {k: v for k, v in loadgen.items() if v is not None} or None,
+    }
+    spec = resolve_spec(framework, model, preset=preset, overrides=overrides)
+    official = OfficialOptions(sources_dir=sources_dir, data_dir=data_dir)
+    official.check(spec)
+    launch = JobLaunch(launcher, tuple(h.strip() for h in (hosts or "").split(",") if h.strip()))
+    if dry_run:
+        print_plan(spec, official, launch, python)
+        return
+    if sbatch:
+        from dlperf.launch import sbatch_script
+
+        argv = run_argv(spec, results_dir, official, launch.hosts, python)
+        atomic_write(sbatch, sbatch_script(spec, argv, str(Path.cwd())))
+        console.print(f"wrote {sbatch}; submit it with: sbatch {sbatch}", markup=False)
+        return
+    out = err if json_out else console
+    out.print(
+        f"[bold]{spec.config_key()}[/] skip {spec.skip}, measure {spec.measure}, "
+        f"{spec.repeats} repeats",
+        highlight=False,
+    )
+    if spec.practice:
+        settings = ", ".join(f"{k}={v}" for k, v in sorted(spec.practice.items()))
+        out.print(f"best practice: {settings} (ablate one with --set KEY=VALUE)", highlight=False)
+    with repeat_progress(out, transient=True) as progress:
+        task = progress.add_task("running", total=spec.repeats)
+
+        def done(r) -> None:
+            colour = "green" if r.status.value == "ok" else "red"
+            progress.console.print(
+                f"  repeat {r.index}: [{colour}]{r.status.value}[/] {esc(repeat_value(r))}"
+            )
+            progress.advance(task)
+
+        callbacks = RunCallbacks(
+            message=lambda m: progress.console.print(f"  {esc(m)}"),
+            repeat_started=lambda i, n: progress.update(task, description=f"repeat {i}/{n}"),
+            repeat_done=done,
+        )
+        result, path = run_benchmark(
+            spec,
+            results_dir,
+            callbacks,
+            rebuild_env=rebuild_env,
+            official=official,
+            launch=launch,
+            python=python,
+        )
+    print_summary(out, result, path)
+    from dlperf.report._data import SUSPECT_EFFICIENCY, scaling_efficiency
+    from dlperf.store import single_device_baseline
+
+    base = single_device_baseline(results_dir, result.spec)
+    efficiency = scaling_efficiency(result, base)
+    if efficiency is not None:
+        print_scaling(out, result, base, efficiency, SUSPECT_EFFICIENCY)
+    if json_out:
+        sys.stdout.write(path.read_text())
+    if result.status.value != "ok":
+        raise typer.Exit(2)
+
+
+def run_argv(
+    spec, results_dir: Path, official, hosts: tuple[str, ...], python: Path | None = None
+) -> list[str]:
+    """The `dlperf run` command (with --launcher slurm) that measures exactly `spec`."""
+    argv = [sys.executable, "-m", "dlperf", "run", spec.framework, spec.model]
+    argv += ["--batch-size", str(spec.batch_size), "--device", spec.device]
+    argv += ["--nodes", str(spec.nodes), "--devices-per-node", str(spec.devices_per_node)]
+    argv += ["--skip", str(spec.skip), "--measure", str(spec.measure)]
+    argv += ["--repeats", str(spec.repeats), "--impl", spec.impl]
+    argv += ["--timeout", f"{spec.timeout_s:g}"]
+    argv += ["--no-output-timeout", f"{spec.no_output_timeout_s:g}"]
+    argv += ["--results-dir", str(results_dir.resolve())]
+    argv += ["--amp"] if spec.precision == "amp" else []
+    argv += ["--xla"] if spec.xla else []
+    optional = {
+        "--preset": spec.preset,
+        "--mode": spec.mode if spec.mode != "train" else None,
+        "--latency-target-ms": spec.latency_target_ms,
+        "--scenario": spec.scenario,
+        **{f"--{k.replace('_', '-')}": f"{v:g}" for k, v in spec.loadgen.items()},
+        "--image-size": spec.image_size,
+        "--seq-len": spec.seq_len,
+        "--source": spec.source,
+        "--data-dir": official.data_dir,
+        "--sources-dir": official.sources_dir,
+        "--hosts": ",".join(hosts),
+        "--python": python,
+    }
+    for flag, value in optional.items():
+        if value:
+            argv += [flag, str(value)]
+    for key, value in sorted({**spec.options, **spec.practice}.items()):
+        argv += ["--set", f"{key}={value}"]
+    return [*argv, "--launcher", "slurm"]
+
+
+def print_plan(spec, official, launch, python: Path | None = None) -> None:
+    """What `run` would start on each node, without building or starting anything."""
+    from dlperf.launch import DEFAULT_MASTER_PORT, NodeCommand, resolve_hosts, through_launcher
+    from dlperf.spec import adapter_for
+
+    # The nodes' own lines (local with --hosts: to start by hand), or the launcher's.
+    hosts = list(launch.hosts) if launch.hosts else []
+    if launch.is_job(spec):
+        hosts = resolve_hosts(spec.nodes, hosts) if hosts else launch.node_hosts(spec.nodes)
+    adapter = adapter_for(spec, official, fetch=False)
+    if python is None:  # the interpreter a run would use, named without building its env
+        env = adapter.env_spec(spec.device)
+        interpreter = f"<env {env.name}>/bin/python" if env else "python"
+    else:
+        interpreter = str(python)
+    if spec.impl != "official":
+        if not launch.is_job(spec):
+            cmd = adapter.command(spec, interpreter)
+            nodes = [NodeCommand(0, "localhost", tuple(cmd.argv), str(cmd.cwd or "."), cmd.env)]
+        else:
+            nodes = adapter.job_commands(spec, interpreter, hosts, DEFAULT_MASTER_PORT)
+        console.print(
+            f"[bold]{spec.config_key()}[/]: {spec.world_size} rank(s), global batch "
+            f"{spec.global_batch}; each rank writes $DLPERF_EVENTS with {{rank}} replaced"
+        )
+    else:
+        manifest, checkout = adapter.manifest, adapter.checkout
+        plan = adapter.plan(spec, interpreter, hosts)
+        nodes = list(plan.nodes)
+        console.print(
+            f"[bold]{manifest.name}[/]: {manifest.upstream.url} @ {manifest.upstream.commit}"
+            f"{'' if checkout.exists() else ' (not fetched yet: dlperf sources fetch)'}"
+        )
+        console.print(
+            f"knobs applied: {', '.join(plan.knobs) or 'none'}; log format "
+            f"{manifest.log_format}; window skip {spec.skip}, measure {spec.measure}"
+        )
+        if manifest.command.scope == "once" and spec.nodes > 1:
+            console.print(f"(node 0's command starts the processes on all {spec.nodes} nodes)")
+    print_nodes(through_launcher(launch.launcher if launch.is_job(spec) else "local", nodes))
+
+
+def sweep(
+    file: o.SweepFile,
+    results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+    resume: o.Resume = True,
+) -> None:
+    """Run a matrix of benchmarks, repeats interleaved across configs, resumable."""
+    from dlperf.sweep import SweepCallbacks, load_plan, run_sweep
+
+    plan = load_plan(file)
+    for why in plan.skipped:
+        console.print(f"[dim]not in the matrix: {esc(why)}[/]")
+    console.print(f"{len(plan.specs)} configuration(s)")
+    failed = []
+    with repeat_progress(console) as progress:
+        task = progress.add_task("sweep", total=None)
+
+        def done(spec, r) -> None:
+            progress.console.print(
+                f"  {spec.config_key()} #{r.index}: {r.status.value} {esc(repeat_value(r))}"
+            )
+            progress.advance(task)
+
+        def config_done(result, path) -> None:
+            if result.status.value != "ok":
+                failed.append(result.spec.config_key())
+
+        callbacks = SweepCallbacks(
+            message=lambda m: progress.console.print(f"  {esc(m)}"),
+            planned=lambda n: progress.update(task, total=n),
+            repeat_started=lambda s, i: progress.update(
+                task, description=f"{s.framework} {s.model} #{i}"
+            ),
+            repeat_done=done,
+            config_done=config_done,
+        )
+        outcomes, cannot_run = run_sweep(plan, results_dir, callbacks, resume=resume)
+    console.print(f"{len(outcomes)} result(s) stored in {esc(str(results_dir))}")
+    for key in failed:
+        console.print(f"[red]failed or partial:[/] {key}")
+    for key, why in cannot_run.items():
+        console.print(f"[red]could not run:[/] {key}: {esc(why)}")
+    if failed or cannot_run:
+        raise typer.Exit(2)

@@ -1,0 +1,58 @@
+"""`dlperf sources ...`: official upstream implementations, pinned checkouts with tracked
+patches."""
+
+from __future__ import annotations
+
+import typer
+from rich.markup import escape as esc
+
+import dlperf.cli.options as o
+from dlperf.cli.render import console, sources_table
+
+
+def sources_list() -> None:
+    """Every manifest: framework, model, upstream commit, log format, checkout state."""
+    from dlperf.sources import load_manifests, manifests_dir, source_states
+
+    console.print(sources_table(source_states(load_manifests())))
+    console.print("* = the default for its framework and model")
+    console.print(f"manifests: {manifests_dir()}", markup=False)
+
+
+def sources_fetch(
+    names: o.ManifestNames = None,
+    sources_dir: o.SourcesDir = None,
+    refetch: o.Refetch = False,
+) -> None:
+    """Clone each upstream at its pinned commit and apply its tracked patches."""
+    from dlperf.sources import fetch_source, select_manifests, upstream_patches
+
+    done: set[str] = set()
+    for m in select_manifests(names):
+        if m.upstream.name in done:
+            continue
+        done.add(m.upstream.name)
+        path = fetch_source(m.upstream, sources_dir=sources_dir, refetch=refetch)
+        patches = upstream_patches(m.upstream)
+        console.print(
+            f"{m.upstream.name} @ {m.upstream.commit[:12]} + {len(patches)} patch(es): {path}"
+        )
+
+
+def sources_verify(names: o.ManifestNames = None) -> None:
+    """Check each fetched checkout: pinned commit, exactly the tracked patches, nothing else."""
+    from dlperf.sources import select_manifests, source_states
+
+    bad = 0
+    for st in source_states({m.name: m for m in select_manifests(names)}):
+        m = st.manifest
+        if st.state == "missing":
+            console.print(f"{m.name}: [yellow]not fetched[/] (dlperf sources fetch {m.name})")
+        elif st.state == "ready":
+            console.print(f"{m.name}: [green]ok[/] {m.upstream.commit[:12]} {esc(str(st.path))}")
+        else:
+            console.print(f"{m.name}: [red]bad[/] {esc(st.state.removeprefix('broken: '))}",
+                          highlight=False)  # fmt: skip
+        bad += st.state != "ready"
+    if bad:
+        raise typer.Exit(1)
