@@ -35,6 +35,7 @@ from pydantic import (
 from dlperf import DlperfError
 from dlperf.files import atomic_write_json
 from dlperf.launch import check_templates
+from dlperf.logformats import FORMATS
 from dlperf.redact import redact_value
 from dlperf.schema import SourceInfo
 
@@ -45,18 +46,6 @@ else:  # pragma: no cover
 
 MARKER = ".dlperf-source.json"
 KNOBS = ("batch_size", "steps", "synthetic", "amp", "fp32", "xla", "no_xla", "multi_node")
-LOG_FORMATS = (
-    "absl_train_step",
-    "dllogger_pytorch",
-    "dllogger_tf1",
-    "dllogger_mxnet",
-    "keras_time_history",
-    "mxnet_speed",
-    "paddle",
-    "gluonnlp",
-    "pytorch_examples",
-    "oneflow_benchmark",
-)
 GIT_TIMEOUT_S = 60.0
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -122,8 +111,8 @@ class Manifest(_Strict):
     @field_validator("log_format")
     @classmethod
     def _known_format(cls, v: str) -> str:
-        if v not in LOG_FORMATS:
-            raise ValueError(f"unknown log_format {v!r}; known: {', '.join(LOG_FORMATS)}")
+        if v not in FORMATS:  # the parsers' own list: a format named here can be parsed
+            raise ValueError(f"unknown log_format {v!r}; known: {', '.join(sorted(FORMATS))}")
         return v
 
     @field_validator("args", "env_knobs", "unsupported")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dlperf import DlperfError
+from dlperf.logformats import FORMATS
 from dlperf.runner import run_benchmark
 from dlperf.schema import ResultStatus
 from dlperf.sources import (
@@ -225,6 +226,20 @@ def test_manifest_validation(upstream) -> None:
     (manifests / "second.toml").write_text(good.replace('"standin-pace"', '"second"'))
     with pytest.raises(DlperfError, match="several default manifests"):
         load_manifests()
+
+
+def test_a_manifest_naming_an_unknown_log_format_is_refused_at_validation(upstream) -> None:
+    """Refused when the manifests are read, not when a log is parsed: the formats named are
+    the parsers' own (`logformats.FORMATS`)."""
+    manifests = Path(os.environ["DLPERF_MANIFESTS"])
+    good = (manifests / "standin-pace.toml").read_text()
+    for name in ("dllogger_mxnet", "no_such_format"):
+        (manifests / "standin-pace.toml").write_text(
+            good.replace('log_format = "keras_time_history"', f'log_format = "{name}"')
+        )
+        with pytest.raises(DlperfError, match=f"unknown log_format '{name}'") as caught:
+            load_manifests()
+        assert f"known: {', '.join(sorted(FORMATS))}" in str(caught.value)
 
 
 def test_per_node_commands_are_derived_not_hand_edited(upstream) -> None:
