@@ -7,7 +7,6 @@ and what it knows about the machine (the `Environment`, the peak FLOP/s of the j
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import uuid
 from datetime import datetime, timezone
@@ -125,7 +124,7 @@ def latency_summary(ok: list[Repeat]) -> dict[str, float]:
 
 def summary_stats(values: list[float], unit: str) -> SummaryStats:
     """The stored form of `stats.summarize` over the ok repeats' values."""
-    return SummaryStats(unit=unit, **dataclasses.asdict(summarize(values)))
+    return summarize(values, unit)
 
 
 def _fingerprint(repeat: Repeat) -> tuple:
@@ -203,10 +202,9 @@ def build_result(
     achieved = peak_flops = mfu = None
     peak_source = None
     if ok:
-        summary = summarize([r.throughput for r in ok])
-        throughput = SummaryStats(unit="samples/s", **dataclasses.asdict(summary))
-        warnings += noise_warnings(summary)
-        noisy = bool(noise_warnings(summary))
+        throughput = summarize([r.throughput for r in ok], "samples/s")
+        warnings += noise_warnings(throughput)
+        noisy = bool(noise_warnings(throughput))
         busy = [r for r in ok if r.machine_load and r.machine_load.other_share > BUSY_SHARE]
         if busy:
             noisy = True

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dlperf.events import Mark
+from dlperf.schema import SummaryStats
 
 
 class TooFewSteps(ValueError):
@@ -99,21 +100,6 @@ def job_window(ranks: Sequence[Sequence[Mark]], skip: int, measure: int) -> Wind
     )
 
 
-@dataclass(frozen=True)
-class Summary:
-    values: tuple[float, ...]
-    n: int
-    median: float
-    mean: float
-    min: float
-    max: float
-    stdev: float  # sample standard deviation (n - 1); 0 for one value
-    cv: float  # stdev / mean
-    ci_level: float
-    ci_low: float  # Student t interval of the mean; equals the mean when n == 1
-    ci_high: float
-
-
 def t_quantile_975(df: int) -> float:
     """The two-sided 95 % Student t quantile t(0.975, df)."""
     if df < 1:
@@ -123,7 +109,9 @@ def t_quantile_975(df: int) -> float:
     return float(stats.t.ppf(0.975, df))
 
 
-def summarize(values: Sequence[float]) -> Summary:
+def summarize(values: Sequence[float], unit: str = "") -> SummaryStats:
+    """Median, mean, spread and the 95 % Student t interval of the mean, in the stored form
+    (`schema.SummaryStats`, one list of the fields); `unit` is the values' unit."""
     if not values:
         raise ValueError("no values to summarize")
     vals = tuple(float(v) for v in values)
@@ -131,8 +119,9 @@ def summarize(values: Sequence[float]) -> Summary:
     mean = statistics.fmean(vals)
     stdev = statistics.stdev(vals) if n > 1 else 0.0
     half = t_quantile_975(n - 1) * stdev / math.sqrt(n) if n > 1 else 0.0
-    return Summary(
-        values=vals,
+    return SummaryStats(
+        unit=unit,
+        values=list(vals),
         n=n,
         median=statistics.median(vals),
         mean=mean,
@@ -169,7 +158,7 @@ def latency_percentiles(values: Sequence[float]) -> dict[str, float]:
     return {percentile_name(q): percentile(values, q) for q in PERCENTILES}
 
 
-def noise_warnings(s: Summary, what: str = "throughput", cv_limit: float = 0.10) -> list[str]:
+def noise_warnings(s: SummaryStats, what: str = "throughput", cv_limit: float = 0.10) -> list[str]:
     """pyperf-style warnings: say that a number is unstable instead of hiding it."""
     out = []
     if s.n < 3:
