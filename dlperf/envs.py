@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dlperf import DlperfError
-from dlperf.files import atomic_write
+from dlperf.files import atomic_write, dlperf_home
 from dlperf.redact import stored_argv
 
 # Bump when the on-disk layout or the build recipe changes: every env digest changes with it.
@@ -237,10 +237,7 @@ class EnvRecord:
 
 def envs_root() -> Path:
     """$DLPERF_HOME/envs if DLPERF_HOME is set, else ~/.cache/dlperf/envs."""
-    home = os.environ.get("DLPERF_HOME")
-    if home:
-        return Path(home).expanduser() / "envs"
-    return Path.home() / ".cache" / "dlperf" / "envs"
+    return dlperf_home() / "envs"
 
 
 # --------------------------------------------------------------------------- interpreters

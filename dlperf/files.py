@@ -26,6 +26,12 @@ PROBE_BYTES = 1 << 20
 """`check_writable` writes this much: a disk that cannot take 1 MiB cannot take a run's logs."""
 
 
+def dlperf_home() -> Path:
+    """Where dlperf keeps its envs, sources and caches: $DLPERF_HOME, else ~/.cache/dlperf."""
+    env = os.environ.get("DLPERF_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "dlperf"
+
+
 class StorageError(DlperfError):
     """A file dlperf must write could not be written: the path and the reason are in the text."""
 

@@ -33,7 +33,7 @@ from pydantic import (
 )
 
 from dlperf import DlperfError
-from dlperf.files import atomic_write_json
+from dlperf.files import atomic_write_json, dlperf_home
 from dlperf.launch import check_templates
 from dlperf.logformats import FORMATS
 from dlperf.redact import redact_value
@@ -160,9 +160,7 @@ def patches_root() -> Path:
 
 
 def sources_root() -> Path:
-    home = os.environ.get("DLPERF_HOME")
-    base = Path(home) if home else Path.home() / ".cache" / "dlperf"
-    return base / "sources"
+    return dlperf_home() / "sources"
 
 
 def load_manifest(path: Path) -> Manifest:

@@ -26,7 +26,7 @@ import numpy as np
 import psutil
 
 from dlperf import __version__
-from dlperf.files import StorageError, atomic_write_json
+from dlperf.files import StorageError, atomic_write_json, dlperf_home
 from dlperf.redact import redact_env
 from dlperf.schema import BenchmarkSpec, Environment, JobInfo
 
@@ -425,12 +425,6 @@ def measure_cpu_gemm_peak(seconds: float = 2.0, n: int = 1024) -> float:
         best = min(best, elapsed)
         runs += 1
     return flops / max(best, 1e-9)
-
-
-def dlperf_home() -> Path:
-    """$DLPERF_HOME, else ~/.cache/dlperf."""
-    env = os.environ.get("DLPERF_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "dlperf"
 
 
 def _cpu_peak_key(model: str, logical: int) -> str:
