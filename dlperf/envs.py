@@ -36,6 +36,7 @@ from typing import IO, Any
 
 from dlperf import DlperfError
 from dlperf.files import atomic_write, dlperf_home
+from dlperf.proc import tail
 from dlperf.redact import stored_argv
 
 # Bump when the on-disk layout or the build recipe changes: every env digest changes with it.
@@ -575,14 +576,6 @@ def env_status(spec: EnvSpec) -> str:
 # --------------------------------------------------------------------------- building
 
 
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_bytes().decode(errors="replace")
-    except OSError:
-        return "(no build log)"
-    return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
 def _run_logged(
     argv: Sequence[str],
     log_file: IO[bytes],
@@ -725,9 +718,10 @@ def _build(spec: EnvSpec, path: Path, log: Log) -> Env:
             shutil.copyfile(path / BUILD_LOG, failed_log)
         shutil.rmtree(path, ignore_errors=True)
         if isinstance(exc, _StepFailed):
+            last = tail(failed_log, _LOG_TAIL_LINES) or "(no build log)"
             raise DlperfError(
                 f"building env {spec.name} failed: `{' '.join(stored_argv(exc.argv))}` {exc.why}.\n"
-                f"Last lines of the build log:\n{_tail(failed_log)}\n"
+                f"Last lines of the build log:\n{last}\n"
                 f"Full build log: {failed_log}\n"
                 "Fix the cause shown in the log (for example a requirement pin that does not "
                 "exist on PyPI, or no network access to PyPI) and run again."
