@@ -27,12 +27,21 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any
 
-EVENTS_ENV = "DLPERF_EVENTS"
+# The host side of the contract with the workload scripts, in one place. The scripts run in the
+# framework's env without dlperf, so they spell these names themselves;
+# tests/test_workload_contract.py checks that every DLPERF_* name they use is one of these.
+EVENTS_ENV = "DLPERF_EVENTS"  # the events file this process writes ("{rank}" per rank)
+LOADGEN_DIR_ENV = "DLPERF_LOADGEN_DIR"  # where a workload's LoadGen run writes its logs
+RANKS_ON_HOST_ENV = "DLPERF_RANKS_ON_HOST"  # ranks a per-host launcher starts on its host
+ONEFLOW_SINGLE_HOST_ENV = "DLPERF_ONEFLOW_SINGLE_HOST"  # "1": every rank on one OneFlow node
+WORKLOAD_ENV = (EVENTS_ENV, LOADGEN_DIR_ENV, RANKS_ON_HOST_ENV, ONEFLOW_SINGLE_HOST_ENV)
+STEP_LINE = re.compile(r"step (\d+)/")  # a workload's progress line: "step 7/100 ..."
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,6 @@ for the window: every rank's samples over the slowest rank's own window).
 from __future__ import annotations
 
 import dataclasses
-import re
 import threading
 import time
 from collections.abc import Mapping
@@ -18,14 +17,20 @@ from pathlib import Path
 from dlperf import DlperfError, mlperf
 from dlperf.adapter import Adapter
 from dlperf.assemble import classify, make_repeat
-from dlperf.events import EVENTS_ENV, ParsedRun, merge_ranks, parse_events_file
+from dlperf.events import (
+    EVENTS_ENV,
+    LOADGEN_DIR_ENV,
+    RANKS_ON_HOST_ENV,
+    STEP_LINE,
+    ParsedRun,
+    merge_ranks,
+    parse_events_file,
+)
 from dlperf.launch import NodeCommand, ResolvedLaunch, free_port
 from dlperf.proc import ProcResult, run_process, tail
 from dlperf.redact import stored_argv
 from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus
 
-STEP_LINE = re.compile(r"step (\d+)/")
-LOADGEN_DIR_ENV = "DLPERF_LOADGEN_DIR"  # where a workload's LoadGen run writes its logs
 # Host-observed vs workload-timed window: the larger of a relative and an absolute slack, since
 # pipe and scheduler jitter (milliseconds on a loaded machine) dominate short windows.
 OUTSIDE_CLOCK_TOLERANCE = 0.02
@@ -187,7 +192,7 @@ class Job:
         nodes = []
         for node in self.adapter.job_commands(spec, self.python, hosts, port, log_dir=raw_dir):
             on_host = hosts.count(node.host) * spec.devices_per_node
-            env = {EVENTS_ENV: str(events_template), "DLPERF_RANKS_ON_HOST": str(on_host)}
+            env = {EVENTS_ENV: str(events_template), RANKS_ON_HOST_ENV: str(on_host)}
             if self.launch.remote:
                 env.update(self.node_env)
             nodes.append(dataclasses.replace(node, env={**env, **node.env}))

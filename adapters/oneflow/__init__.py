@@ -21,6 +21,7 @@ from dlperf.adapter import (
     flag,
     integer,
 )
+from dlperf.events import ONEFLOW_SINGLE_HOST_ENV
 from dlperf.schema import BenchmarkSpec
 
 
@@ -209,7 +210,7 @@ class OneFlowAdapter(WorkloadScriptAdapter):
         # the note at the top of workload.py). Distinct loopback addresses cannot help: the
         # kernel picks 127.0.0.1 as the source of every connection to 127.0.0.0/8.
         if len(set(hosts)) == 1 or all(_is_loopback(h) for h in hosts):
-            env["DLPERF_ONEFLOW_SINGLE_HOST"] = "1"
+            env[ONEFLOW_SINGLE_HOST_ENV] = "1"
         return Command([*launcher, *workload.argv[1:]], env=env, cwd=workload.cwd)
 
 
