@@ -372,17 +372,24 @@ class _PastIntervals:
         else:
             self._late(key, [1, samples, samples, elapsed_s])
 
+    def _outside(self, start: int, end: int) -> bool:
+        """Whether a row past the horizon is left out of the runs: it ends past the runs dropped
+        at RUNS, or starts inside the kept rows' chain (counted as an overlap)."""
+        if self.cut is not None and end > self.cut:
+            return True
+        kept_end = self.table.kept_end()
+        if kept_end is not None and start < kept_end:
+            self.overlaps += 1
+            return True
+        return False
+
     def _fold(self, key: tuple[int, int], row: list) -> None:
         """The next interval in order (every one folded before it is smaller)."""
         self.frontier = key
         if row[0] > self.ranks:
             self.ranks = row[0]
         start, end = key
-        if self.cut is not None and end > self.cut:
-            return
-        kept_end = self.table.kept_end()
-        if kept_end is not None and start < kept_end:
-            self.overlaps += 1
+        if self._outside(start, end):
             return
         runs = self.runs
         last = runs[-1] if runs else None
@@ -397,11 +404,7 @@ class _PastIntervals:
     def _late(self, key: tuple[int, int], row: list) -> None:
         """A row that comes after later ones were folded (see `LogContext`)."""
         start, end = key
-        if self.cut is not None and end > self.cut:
-            return
-        kept_end = self.table.kept_end()
-        if kept_end is not None and start < kept_end:
-            self.overlaps += 1
+        if self._outside(start, end):
             return
         runs = self.runs
         i = bisect.bisect_right(runs, start, key=_start) - 1
