@@ -1,0 +1,309 @@
+"""The harness every workload script shares: the command line, the events writer, host facts,
+the timed step loop and the LoadGen hand-off. What differs between frameworks (the model, the
+device set-up, one training or inference step) stays in adapters/<framework>/.
+
+Standard library only: this runs inside each framework's env, which has no dlperf. A script
+reaches this folder with one bootstrap line before its imports from here:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+
+The contract with the host (dlperf/events.py holds the same names; a test checks they agree):
+JSON lines to the file named by $DLPERF_EVENTS ("{rank}" replaced by the rank): "start" (the
+framework, device, parameters, FLOPs per sample, best practice), "ready", one "step" per
+iteration with a timestamp taken once the device has finished it, "loadgen", "end", or
+"unsupported" with a reason. A human log goes to stdout, one "step i/N ..." line per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+EVENTS_ENV = "DLPERF_EVENTS"
+LOADGEN_DIR_ENV = "DLPERF_LOADGEN_DIR"
+RANKS_ON_HOST_ENV = "DLPERF_RANKS_ON_HOST"  # ranks a launcher started on this host
+UNSUPPORTED_EXIT = 4  # the framework cannot run this configuration (the host records why)
+NO_DEVICE_EXIT = 2  # --device cuda asked for, but the framework sees no GPU
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+
+def model_parser(
+    doc: str | None, *, models: tuple[str, ...] = ("resnet50", "bert"), xla_help: str,
+    threads_help: str,
+) -> argparse.ArgumentParser:  # fmt: skip
+    """workload.py's options, the same in every framework (dlperf.adapter builds them); the
+    framework adds its best-practice switches, then calls `parse_model_args`."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", choices=models, required=True)
+    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--xla", action="store_true", help=xla_help)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, help=threads_help)
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
+    p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
+    return p
+
+
+def parse_model_args(
+    p: argparse.ArgumentParser, argv: list[str] | None, max_positions: int,
+    check: Callable[[argparse.Namespace], str | None] | None = None,
+) -> argparse.Namespace:  # fmt: skip
+    """Parse, and refuse what no framework can run (argparse's usage error, exit 2). `check`
+    adds the framework's own refusal (a message, or None)."""
+    args = p.parse_args(argv)
+    if args.batch_size < 1 or args.steps < 0:
+        p.error("--batch-size must be >= 1 and --steps >= 0")
+    if args.loadgen_settings and args.mode != "infer":
+        p.error("--loadgen-settings needs --mode infer")
+    if check is not None and (problem := check(args)):
+        p.error(problem)
+    if args.model == "bert" and not 1 <= args.seq_len <= max_positions:
+        p.error(f"--seq-len must be in 1..{max_positions}")
+    return args
+
+
+def parse_micro_args(
+    argv: list[str] | None, doc: str | None, threads_help: str
+) -> argparse.Namespace:
+    """micro.py's command line, the same in every framework (see dlperf.adapter)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", choices=("linear", "embeddingbag"), required=True)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--threads", type=int, help=threads_help)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--in-features", type=int, default=1024, help="linear: first layer's input")
+    p.add_argument("--out-features", type=int, default=1024, help="linear: every layer's output")
+    p.add_argument("--layers", type=int, default=4, help="linear: how many Linear layers")
+    p.add_argument("--num-embeddings", type=int, default=4_800_000, help="embeddingbag: rows")
+    p.add_argument("--embedding-dim", type=int, default=56, help="embeddingbag: row width")
+    p.add_argument("--bag-size", type=int, default=34, help="embeddingbag: rows per sample")
+    p.add_argument("--describe", action="store_true", help="print params/FLOPs/bytes and exit")
+    args = p.parse_args(argv)
+    if args.batch_size < 1 or args.steps < 0:
+        p.error("--batch-size must be >= 1 and --steps >= 0")
+    sizes = (args.in_features, args.out_features, args.layers, args.num_embeddings,
+             args.embedding_dim, args.bag_size)  # fmt: skip
+    if min(sizes) < 1:
+        p.error("shapes (--in-features ... --bag-size) must be >= 1")
+    return args
+
+
+def pin_omp_threads(argv: list[str]) -> None:
+    """--threads N (or --threads=N), read from argv before argparse runs, as OMP_NUM_THREADS:
+    for frameworks that read it once at import (MXNet, OneFlow), so call this before."""
+    for i, arg in enumerate(argv):
+        value = argv[i + 1] if arg == "--threads" and i + 1 < len(argv) else None
+        if arg.startswith("--threads="):
+            value = arg.split("=", 1)[1]
+        if value is not None and value.isdigit():
+            os.environ["OMP_NUM_THREADS"] = value
+            return
+
+
+# --------------------------------------------------------------------------------------------
+# Host facts
+# --------------------------------------------------------------------------------------------
+
+
+def ranks_on_host(default: int = 1) -> int:
+    """How many ranks the launcher started on this host (they share its cores)."""
+    return int(os.environ.get(RANKS_ON_HOST_ENV, default))
+
+
+def cores_per_rank(ranks: int) -> int:
+    return max(1, (os.cpu_count() or 1) // ranks)
+
+
+def omp_threads() -> int | None:
+    """OMP_NUM_THREADS when it is set to a number (libraries read it at start-up)."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() else None
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def cpu_native_bf16() -> bool | None:
+    """Whether the CPU has bf16 matmul instructions (x86 AVX512-BF16/AMX, Arm BF16); None if
+    /proc/cpuinfo cannot tell. Without them oneDNN emulates bf16 and autocast is far slower
+    than fp32 (measured ~20x for BERT on an AVX2-only EPYC), which a report should explain."""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith(("flags", "Features")):
+                flags = set(line.split(":", 1)[1].split())
+                return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    return None
+
+
+def warn_if_bf16_emulated(amp_dtype: str | None) -> None:
+    if amp_dtype == "bfloat16" and cpu_native_bf16() is False:
+        print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
+              "matmuls are emulated and usually much slower than fp32", flush=True)  # fmt: skip
+
+
+def no_device(message: str) -> int:
+    """--device cuda asked for and no GPU seen: say why on stderr (the host shows it)."""
+    print(f"error: --device cuda asked for, but {message}", file=sys.stderr, flush=True)
+    return NO_DEVICE_EXIT
+
+
+def describe(**info: object) -> int:
+    """--describe: one JSON line (params, FLOPs, framework version), no run."""
+    print(json.dumps(info), flush=True)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Events
+# --------------------------------------------------------------------------------------------
+
+
+class Unsupported(Exception):
+    """Raised where the framework turns out unable to run the asked configuration; main()
+    turns it into an "unsupported" event and UNSUPPORTED_EXIT."""
+
+
+class Events:
+    """The events file of one rank ($DLPERF_EVENTS with "{rank}" replaced); without the
+    variable (a script run by hand) events go nowhere."""
+
+    def __init__(self, rank: int = 0) -> None:
+        path = os.environ.get(EVENTS_ENV, "").replace("{rank}", str(rank))
+        self._file: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+
+    def emit(self, event: str, **fields: object) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps({"event": event, **fields}) + "\n")
+            self._file.flush()
+
+    def start(self, framework: str, framework_version: str, args: argparse.Namespace,
+              **fields: object) -> None:  # fmt: skip
+        """The start event: what ran, with the settings every workload reports."""
+        common = {
+            "python": platform.python_version(),
+            "model": args.model,
+            "precision": args.precision,
+            "mode": args.mode,
+            "batch_size": args.batch_size,
+        }
+        if hasattr(args, "xla"):
+            common["xla"] = args.xla
+        self.emit("start", framework=framework, framework_version=framework_version,
+                  **common, **fields)  # fmt: skip
+
+    def unsupported(self, reason: str) -> int:
+        self.emit("unsupported", reason=reason)
+        print(f"unsupported: {reason}", flush=True)
+        self.close()
+        return UNSUPPORTED_EXIT
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def practice_text(applied: dict[str, object], empty: str = "(none)") -> str:
+    """The best-practice settings as the workload really applied them, for the log."""
+    return "best practice: " + (", ".join(f"{k} {v}" for k, v in sorted(applied.items())) or empty)
+
+
+def start_line(framework: str, args: argparse.Namespace, *, params: int, flops: float,
+               shape: str, device: str, device_name: str, amp_dtype: str | None = None,
+               compiler: str | None = None, threads: object = None) -> str:  # fmt: skip
+    """The log's first line: what runs, in the words of the start event."""
+    amp = f" ({amp_dtype})" if amp_dtype else ""
+    compiled = f", {compiler}" if compiler and args.xla else ""
+    return (
+        f"{framework} {args.model}: {params:,} params, {flops / 1e9:.2f} GFLOPs/sample "
+        f"({args.mode}), batch {args.batch_size}, {shape}, {args.precision}{amp}{compiled}, "
+        f"{device} ({device_name}), {threads or 'default'} threads, {args.steps} steps"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The timed loop and the LoadGen hand-off
+# --------------------------------------------------------------------------------------------
+
+
+def run_steps(
+    events: Events, *, steps: int, samples: int, step: Callable[[], float | None],
+    t_launch: float, set_up: str = "import, build, data, optimizer",
+) -> float:  # fmt: skip
+    """Emit "ready", then time `steps` calls of step(). step() returns only once the device has
+    finished the step (the framework synchronises and reads a value back inside it: async
+    engines return before the work is done), so the stamp taken after it is the step's end. It
+    returns the loss as a host float, or None when there is none (inference, some micros).
+    Returns the "ready" time."""
+    ready = time.monotonic()
+    events.emit("ready", time=ready)
+    print(f"ready after {ready - t_launch:.2f}s ({set_up})", flush=True)
+    prev = ready
+    for i in range(1, steps + 1):
+        loss = step()
+        now = time.monotonic()
+        fields: dict[str, Any] = {"step": i, "time": now, "samples": samples}
+        shown = ""
+        if loss is not None:
+            fields["loss"] = loss if math.isfinite(loss) else None
+            shown = f" loss {loss:.4f}"
+        events.emit("step", **fields)
+        print(f"step {i}/{steps}{shown} time {now - prev:.3f}s", flush=True)
+        prev = now
+    return ready
+
+
+def hand_to_loadgen(
+    settings_json: str, predict: Callable[[int], object], batch_size: int, events: Events
+) -> None:
+    """Hand a warmed-up model to MLPerf LoadGen (loadgen_run beside this file), which writes its
+    logs to $DLPERF_LOADGEN_DIR. predict(n) runs n <= batch_size samples and returns only once
+    the device is done."""
+    import loadgen_run  # needs mlperf_loadgen: imported only when a LoadGen run is asked
+
+    out_dir = os.environ.get(LOADGEN_DIR_ENV, "mlperf-logs")
+    os.makedirs(out_dir, exist_ok=True)
+    loadgen_run.run(json.loads(settings_json), out_dir, predict, batch_size)
+    events.emit("loadgen", dir=out_dir)
+
+
+def finish(
+    events: Events, args: argparse.Namespace, ready: float,
+    predict: Callable[[int], object] | None = None, rank: int = 0,
+) -> int:  # fmt: skip
+    """After the steps: one LoadGen run per job (rank 0, the model warmed up), then "end"."""
+    if getattr(args, "loadgen_settings", None) and rank == 0 and predict is not None:
+        hand_to_loadgen(args.loadgen_settings, predict, args.batch_size, events)
+    end = time.monotonic()
+    events.emit("end", time=end)
+    if args.steps:
+        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
+    events.close()
+    return 0
