@@ -203,6 +203,11 @@ class Events:
             self._file.write(json.dumps({"event": event, **fields}) + "\n")
             self._file.flush()
 
+    def write_raw(self, text: str) -> None:
+        """Text as it is, not an event (the calibration workload's garbage lines)."""
+        if self._file is not None:
+            self._file.write(text)
+
     def start(self, framework: str, framework_version: str, args: argparse.Namespace,
               **fields: object) -> None:  # fmt: skip
         """The start event: what ran, with the settings every workload reports."""

@@ -7,13 +7,14 @@ does not accumulate), hence the true throughput is batch / period.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
 import sys
 import time
-from pathlib import Path
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import workload_kit as kit  # noqa: E402
 
 
 def wait_until(deadline: float) -> None:
@@ -53,15 +54,9 @@ def main() -> int:
     if a.slow_rank is not None and rank == a.slow_rank:
         a.step_ms *= 2
 
-    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
-    events = open(path, "a", buffering=1) if path else None  # noqa: SIM115
-
-    def emit(**event: object) -> None:
-        if events:
-            events.write(json.dumps(event) + "\n")
-
-    emit(
-        event="start",
+    events = kit.Events(rank)
+    events.emit(
+        "start",
         framework="calibration",
         framework_version="1",
         python=platform.python_version(),
@@ -79,7 +74,7 @@ def main() -> int:
     print(f"pace: batch {a.batch_size}, period {a.step_ms} ms, {a.steps} steps", flush=True)
     period = a.step_ms / 1000.0
     ready = time.monotonic()
-    emit(event="ready", time=ready)
+    events.emit("ready", time=ready)
     for step in range(1, a.steps + 1):
         if step == a.crash_at_step:
             print(f"pace: crashing at step {step} as asked", file=sys.stderr, flush=True)
@@ -93,23 +88,15 @@ def main() -> int:
                 time.sleep(3600)
         wait_until(ready + step * period)
         mark = ready + (time.monotonic() - ready) * a.clock_scale
-        emit(event="step", step=step, time=mark, samples=a.batch_size, loss=1.0 / step)
+        events.emit("step", step=step, time=mark, samples=a.batch_size, loss=1.0 / step)
         print(f"step {step}/{a.steps}", flush=True)
         if a.garbage_every and step % a.garbage_every == 0:
-            if events:
-                events.write('{"event": "step", "step": \x00 garbage\n')
-                events.write("not json at all\n")
+            events.write_raw('{"event": "step", "step": \x00 garbage\nnot json at all\n')
             print("%%% garbage line %%%", flush=True)
-    if a.loadgen_settings:
-        # A paced "model": any batch of up to batch-size samples takes one period.
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_shared"))
-        import loadgen_run
-
-        out_dir = os.environ["DLPERF_LOADGEN_DIR"]
-        loadgen_run.run(json.loads(a.loadgen_settings), out_dir,
-                        lambda n: wait_until(time.monotonic() + period), a.batch_size)  # fmt: skip
-        emit(event="loadgen", dir=out_dir)
-    emit(event="end", time=time.monotonic())
+    if a.loadgen_settings:  # a paced "model": any batch of up to batch-size takes one period
+        pace_batch = lambda _n: wait_until(time.monotonic() + period)  # noqa: E731
+        kit.hand_to_loadgen(a.loadgen_settings, pace_batch, a.batch_size, events)
+    events.emit("end", time=time.monotonic())
     return 0
 
 

@@ -48,45 +48,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
-import json
 import math
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TextIO
 
-import torch
-import torch.nn.functional as F
-from torch import nn
-
-# Counting and host facts shared by every framework's micro.py (standard library only).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_shared"))
-from micro_common import (  # noqa: E402
-    INDEX_BYTES,
-    counts,
-    cpu_name,
-    cpu_native_bf16,
-    element_size,
-    parse_args,
-    shape_text,
-)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import model_math  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import workload_kit as kit  # noqa: E402
+from torch import nn  # noqa: E402
 
 LR = 0.01  # FAMBench's linear ubench SGD learning rate
 INDEX_POOL_BYTES = 256 * 2**20  # rows touched by the pool of index batches, at least
 INDEX_POOL_MAX_BYTES = 64 * 2**20  # memory for the pool of index batches, at most
-
-
-# --------------------------------------------------------------------------------------------
-# Counting (pure functions of the arguments)
-# --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
-# Host facts
-# --------------------------------------------------------------------------------------------
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,9 +124,9 @@ def linear_step(
 def index_pool_size(args: argparse.Namespace) -> int:
     """How many distinct index batches the steps cycle through (see the module docstring)."""
     per_batch_rows = args.batch_size * args.bag_size
-    row_bytes = args.embedding_dim * element_size(args)
+    row_bytes = args.embedding_dim * model_math.element_size(args)
     wanted = math.ceil(INDEX_POOL_BYTES / (per_batch_rows * row_bytes))
-    room = INDEX_POOL_MAX_BYTES // (per_batch_rows * INDEX_BYTES)
+    room = INDEX_POOL_MAX_BYTES // (per_batch_rows * model_math.INDEX_BYTES)
     return max(1, min(max(args.steps, 1), wanted, room))
 
 
@@ -200,110 +177,63 @@ def embeddingbag_step(
 
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
-    args = parse_args(argv, __doc__, threads_help="torch.set_num_threads(N)")
+    args = kit.parse_micro_args(argv, __doc__, threads_help="torch.set_num_threads(N)")
     if args.threads:
         torch.set_num_threads(args.threads)
-
+    info = model_math.micro_counts(args)
     if args.describe:
-        print(json.dumps({**counts(args), "framework_version": torch.__version__}), flush=True)
-        return 0
-
+        return kit.describe(**info, framework_version=torch.__version__)
     if args.device == "cuda" and not torch.cuda.is_available():
-        print("error: --device cuda asked for, but torch.cuda.is_available() is False "
-              f"(torch {torch.__version__}, CUDA build: {torch.version.cuda})",
-              file=sys.stderr, flush=True)  # fmt: skip
-        return 2
+        return kit.no_device(f"torch.cuda.is_available() is False (torch {torch.__version__}, "
+                             f"CUDA build: {torch.version.cuda})")  # fmt: skip
     device = torch.device("cuda:0" if args.device == "cuda" else "cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
         # Honest fp32: no silent TF32 for the GEMMs (it also keeps AMP's fp32 ops in fp32).
         torch.backends.cuda.matmul.allow_tf32 = False
-
-    path = os.environ.get("DLPERF_EVENTS", "")
-    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
-
-    def emit(**event: object) -> None:
-        if events is not None:
-            events.write(json.dumps(event) + "\n")
-            events.flush()
+    events = kit.Events()
 
     amp_dtype = None
     if args.precision == "amp":
         amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
     if args.model == "linear":
-        step = linear_step(args, device, amp_dtype)
+        run = linear_step(args, device, amp_dtype)
         op = "torch.nn.Linear"
     else:
-        step = embeddingbag_step(args, device, amp_dtype or torch.float32)
+        run = embeddingbag_step(args, device, amp_dtype or torch.float32)
         op = "torch.nn.EmbeddingBag(mode='sum', sparse=True)"
 
-    info = counts(args)
-    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else kit.cpu_name()
     amp_name = str(amp_dtype).replace("torch.", "") if amp_dtype else None
-    emit(
-        event="start",
-        framework="pytorch",
-        framework_version=torch.__version__,
-        python=platform.python_version(),
-        device=device.type,
-        device_name=device_name,
-        model=args.model,
-        impl="micro",
-        op=op,
-        mode=args.mode,
-        precision=args.precision,
-        amp_dtype=amp_name,
-        batch_size=args.batch_size,
-        threads=torch.get_num_threads(),
-        shape=shape_text(args),
+    shape = model_math.micro_shape_text(args)
+    events.start(
+        "pytorch", torch.__version__, args,
+        device=device.type, device_name=device_name, impl="micro", op=op, amp_dtype=amp_name,
+        threads=torch.get_num_threads(), shape=shape,
         tf32=False if device.type == "cuda" else None,
-        cpu_native_bf16=cpu_native_bf16() if device.type == "cpu" else None,
-        **info,
-    )
+        cpu_native_bf16=kit.cpu_native_bf16() if device.type == "cpu" else None, **info,
+    )  # fmt: skip
     print(
-        f"pytorch {torch.__version__} micro {args.model} ({op}), {shape_text(args)}: "
+        f"pytorch {torch.__version__} micro {args.model} ({op}), {shape}: "
         f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
         f"{args.precision}{f' ({amp_name})' if amp_name else ''}, {device.type} ({device_name}), "
         f"{torch.get_num_threads()} threads, {args.steps} steps, reported in {info['unit']}",
         flush=True,
     )
+    if args.model == "linear" and device.type == "cpu":
+        kit.warn_if_bf16_emulated(amp_name)
 
-    if amp_name == "bfloat16" and args.model == "linear" and cpu_native_bf16() is False:
-        print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
-              "autocast is emulated and usually much slower than fp32", flush=True)  # fmt: skip
-
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    sync()
-    ready = time.monotonic()
-    emit(event="ready", time=ready)
-    print(f"ready after {ready - t_launch:.2f}s (import, build, data)", flush=True)
-
-    prev = ready
-    for i in range(1, args.steps + 1):
-        loss_t = step()
+    def step() -> float | None:
+        loss = run()
         # CUDA runs asynchronously: wait for the whole step (the update included), then read
         # the loss back. On the CPU every op has finished when it returns.
-        sync()
-        loss = loss_t.item() if loss_t is not None else None
-        now = time.monotonic()
-        event: dict[str, object] = {"step": i, "time": now, "samples": args.batch_size}
-        if loss is not None:
-            event["loss"] = loss if math.isfinite(loss) else None
-        emit(event="step", **event)
-        shown = f" loss {loss:.4f}" if loss is not None else ""
-        print(f"step {i}/{args.steps}{shown} time {now - prev:.3f}s", flush=True)
-        prev = now
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return loss.item() if loss is not None else None
 
-    end = time.monotonic()
-    emit(event="end", time=end)
-    if args.steps:
-        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
-    if events is not None:
-        events.close()
-    return 0
+    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
+                          t_launch=t_launch, set_up="import, build, data")  # fmt: skip
+    return kit.finish(events, args, ready)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The PyTorch model zoo beyond ResNet50 and BERT-base: SuperBench's PyTorch model families and
 FAMBench's DLRM, written with torch.nn, on synthetic data (nothing is downloaded).
 
-Runs inside the PyTorch env next to `workload.py`, whose building blocks it reuses (the
-Bottleneck block, BertForPreTraining and its FLOPs formula); `workload.py` dispatches the models
-named in `MODELS` here and keeps its own step, timing, AMP, torch.compile, DDP and events code.
+Runs inside the PyTorch env next to `workload.py`, which dispatches the models named in `MODELS`
+here and keeps its own step, AMP, torch.compile and DDP code (the harness is the shared kit). It
+reuses torch_blocks.py's Bottleneck and BertForPreTraining and model_math's BERT FLOPs formula.
 
 Models (architectures fixed; the shape knobs are `--image-size` and `--seq-len`):
 
@@ -21,7 +21,7 @@ Models (architectures fixed; the shape knobs are `--image-size` and `--seq-len`)
   time steps. bf16 autocast on a CPU without bf16 instructions is reported unsupported (oneDNN
   has no LSTM kernel for it).
 * `resnet18|34|101|152`: torchvision's ResNets (v1.5: the stride on the 3x3 conv), BasicBlock
-  for 18/34 and workload.py's Bottleneck for 101/152, SGD + momentum as resnet50.
+  for 18/34 and torch_blocks.py's Bottleneck for 101/152, SGD + momentum as resnet50.
 * `dlrm`: DLRM as facebookresearch/dlrm `dlrm_s_pytorch.py` builds it, at FAMBench's default
   ("tiny") OOTB training config: 512 dense features, bottom MLP 512-512-64, 8 embedding tables
   of 1,000,000 rows x 64 (nn.EmbeddingBag, sum, sparse gradients), dot interaction without
@@ -30,22 +30,22 @@ Models (architectures fixed; the shape knobs are `--image-size` and `--seq-len`)
   returns logits and the loss is BCE-with-logits (dlrm: sigmoid, then BCELoss): the same math,
   and safe under autocast. About 2 GB of fp32 weights: runs on a 2-core, 8 GB machine.
 
-Training FLOPs per sample are 3 x the forward matmul/conv FLOPs (multiply-add = 2), as for the
-models in workload.py; each family's formula is documented at its function.
+Training FLOPs per sample are 3 x the forward matmul/conv FLOPs (multiply-add = 2), as
+model_math counts every model; each family's forward formula is documented at its function.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
+import model_math
 import torch
 import torch.nn.functional as F
-import workload as wl  # the running script registers itself under this name before importing us
+import torch_blocks as blocks
+import workload_kit as kit
 from torch import nn
 
 # --------------------------------------------------------------------------------------------
@@ -131,10 +131,16 @@ def gpt2_forward_flops(name: str, seq_len: int) -> float:
 
 
 # --------------------------------------------------------------------------------------------
-# BERT-large pretraining: workload.py's BertForPreTraining at larger sizes
+# BERT-large pretraining: torch_blocks.py's BertForPreTraining at larger sizes
 # --------------------------------------------------------------------------------------------
 
-BERT_LARGE = {**wl.BERT_BASE, "hidden": 1024, "layers": 24, "heads": 16, "intermediate": 4096}
+BERT_LARGE = {
+    **model_math.BERT_BASE,
+    "hidden": 1024,
+    "layers": 24,
+    "heads": 16,
+    "intermediate": 4096,
+}
 
 # --------------------------------------------------------------------------------------------
 # LSTM (SuperBench's pytorch-lstm)
@@ -203,14 +209,14 @@ class BasicBlock(nn.Module):
 RESNETS: dict[str, tuple[type[nn.Module], tuple[int, int, int, int]]] = {
     "resnet18": (BasicBlock, (2, 2, 2, 2)),
     "resnet34": (BasicBlock, (3, 4, 6, 3)),
-    "resnet101": (wl.Bottleneck, (3, 4, 23, 3)),
-    "resnet152": (wl.Bottleneck, (3, 8, 36, 3)),
+    "resnet101": (blocks.Bottleneck, (3, 4, 23, 3)),
+    "resnet152": (blocks.Bottleneck, (3, 8, 36, 3)),
 }
 
 
 class ResNet(nn.Module):
     """Stem, four stages of `block` (widths 64..512, stride 2 from stage 2 on), pool, fc; the
-    same stem, init and head as workload.py's ResNet50 (which is ResNet(Bottleneck, 3-4-6-3))."""
+    same stem, init and head as torch_blocks.ResNet50 (which is ResNet(Bottleneck, 3-4-6-3))."""
 
     def __init__(self, block: Any, layers: tuple[int, ...], num_classes: int = 1000) -> None:
         super().__init__()
@@ -220,9 +226,9 @@ class ResNet(nn.Module):
         self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
         stages = []
         in_ch = 64
-        for i, (width, blocks) in enumerate(zip((64, 128, 256, 512), layers, strict=True)):
+        for i, (width, count) in enumerate(zip((64, 128, 256, 512), layers, strict=True)):
             stage = []
-            for b in range(blocks):
+            for b in range(count):
                 stage.append(block(in_ch, width, 2 if (b == 0 and i > 0) else 1))
                 in_ch = width * block.expansion
             stages.append(nn.Sequential(*stage))
@@ -236,7 +242,7 @@ class ResNet(nn.Module):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
         for m in self.modules():  # zero-init each block's last BN gamma, as ResNet50's
-            if isinstance(m, (BasicBlock, wl.Bottleneck)):
+            if isinstance(m, (BasicBlock, blocks.Bottleneck)):
                 nn.init.zeros_(m.bn2.weight if isinstance(m, BasicBlock) else m.bn3.weight)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -248,7 +254,7 @@ class ResNet(nn.Module):
 def conv_linear_forward_flops(model: nn.Module, *inputs: torch.Tensor) -> float:
     """Forward FLOPs of one sample through a model built on the "meta" device, from forward
     hooks: conv = 2 * Cin/groups * kh * kw * Cout * Hout * Wout, linear = 2 * in * out; BN,
-    ReLU, pooling and residual adds are ignored (the rule of workload.resnet50_forward_flops)."""
+    ReLU, pooling and residual adds are ignored (model_math's rule)."""
     total = 0
 
     def conv_hook(m: nn.Conv2d, _inp: Any, out: torch.Tensor) -> None:
@@ -374,7 +380,7 @@ def build(args: argparse.Namespace) -> nn.Module:
     if args.model in GPT2_SIZES:
         return GPT2LM(*GPT2_SIZES[args.model])
     if args.model == "bert-large":
-        return wl.BertForPreTraining(BERT_LARGE)
+        return blocks.BertForPreTraining(BERT_LARGE)
     if args.model == "lstm":
         return LSTMClassifier()
     if args.model in RESNETS:
@@ -390,7 +396,7 @@ def forward_flops(args: argparse.Namespace) -> float:
     if args.model in GPT2_SIZES:
         return gpt2_forward_flops(args.model, args.seq_len)
     if args.model == "bert-large":
-        return wl.bert_forward_flops(args.seq_len, BERT_LARGE)
+        return model_math.bert_forward_flops(args.seq_len, BERT_LARGE)
     if args.model == "lstm":
         return lstm_forward_flops(args.seq_len)
     if args.model in RESNETS:
@@ -398,26 +404,9 @@ def forward_flops(args: argparse.Namespace) -> float:
     return dlrm_forward_flops()
 
 
-def training_flops(args: argparse.Namespace) -> float:
-    """3 x forward: the backward pass costs about twice the forward (gradients with respect to
-    activations and to weights), as workload.training_flops_per_sample counts its models."""
-    return 3.0 * forward_flops(args)
-
-
 # bert-large has no task here: it trains exactly as `bert` in workload.py (same vocabulary,
 # data, MLM + NSP loss and AdamW), so workload.make_step's BERT branch runs it.
 TASKS = (*GPT2_SIZES, "lstm", *RESNETS, "dlrm")
-
-
-def unsupported(reason: str) -> NoReturn:
-    """The events contract's "unsupported" line (to $DLPERF_EVENTS, after workload.py's start
-    line), then exit non-zero without training: a typed status, never a mislabelled number."""
-    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", os.environ.get("RANK", "0"))
-    if path:
-        with open(path, "a") as f:
-            f.write(json.dumps({"event": "unsupported", "reason": reason}) + "\n")
-    print(f"unsupported: {reason}", flush=True)
-    raise SystemExit(3)
 
 
 def make_inputs(
@@ -428,10 +417,10 @@ def make_inputs(
     [B, S, 256]; ResNet images [B, 3, I, I]; DLRM dense features [B, 512] in [0, 1) and row
     indices [B, tables, S]. `g` (default: seeded with --seed) continues into the labels."""
     cpu_bf16 = args.precision == "amp" and device.type == "cpu"
-    if args.model == "lstm" and cpu_bf16 and wl.cpu_native_bf16() is False:
+    if args.model == "lstm" and cpu_bf16 and kit.cpu_native_bf16() is False:
         # Measured on an AVX2-only EPYC: oneDNN cannot create the primitive.
-        unsupported("bf16 autocast of nn.LSTM on a CPU without bf16 instructions (no "
-                    "AVX512-BF16/AMX): oneDNN has no LSTM kernel for it")  # fmt: skip
+        raise kit.Unsupported("bf16 autocast of nn.LSTM on a CPU without bf16 instructions "
+                              "(no AVX512-BF16/AMX): oneDNN has no LSTM kernel for it")  # fmt: skip
     if g is None:
         g = torch.Generator(device="cpu").manual_seed(args.seed)
     b, s = args.batch_size, args.seq_len
@@ -457,12 +446,14 @@ def make_task(
     whole synthetic batch through m (the model, or its DDP / torch.compile wrapper) and returns
     the loss, not yet read back; the optimizer is the family's."""
     g = torch.Generator(device="cpu").manual_seed(args.seed)
-    inputs = wl.to_memory_format(args, *make_inputs(args, device, g))
+    inputs = blocks.to_memory_format(args, *make_inputs(args, device, g))
     b = args.batch_size
     params = model.parameters()
     if args.model in GPT2_SIZES:
         (ids,) = inputs
-        optimizer = wl.make_optimizer(torch.optim.AdamW, params, args, lr=1e-4, weight_decay=0.01)
+        optimizer = blocks.make_optimizer(
+            torch.optim.AdamW, params, args, lr=1e-4, weight_decay=0.01
+        )
 
         def loss_fn(m: nn.Module) -> torch.Tensor:  # next-token prediction at every position
             logits = m(ids)
@@ -472,7 +463,7 @@ def make_task(
     if args.model == "dlrm":
         clicks = torch.randint(0, 2, (b,), generator=g).float().to(device)
         # Plain SGD, as dlrm: it takes the embedding tables' sparse gradients as they are.
-        optimizer = wl.make_optimizer(torch.optim.SGD, params, args, lr=0.01)
+        optimizer = blocks.make_optimizer(torch.optim.SGD, params, args, lr=0.01)
 
         def bce(m: nn.Module) -> torch.Tensor:
             return F.binary_cross_entropy_with_logits(m(*inputs).float(), clicks)
@@ -482,11 +473,11 @@ def make_task(
     classes = LSTM_CLASSES if args.model == "lstm" else args.num_classes
     labels = torch.randint(0, classes, (b,), generator=g).to(device)
     if args.model == "lstm":
-        optimizer = wl.make_optimizer(
+        optimizer = blocks.make_optimizer(
             torch.optim.SGD, params, args, lr=0.01, momentum=0.9, weight_decay=1e-4, nesterov=True
         )
     else:
-        optimizer = wl.make_optimizer(
+        optimizer = blocks.make_optimizer(
             torch.optim.SGD, params, args, lr=0.1, momentum=0.9, weight_decay=1e-4
         )
 
