@@ -137,6 +137,25 @@ def configs(results: Sequence[Result]) -> list[Config]:
     return sorted({Config.of(r).row_key() for r in results}, key=Config.sort_key)
 
 
+def cross_framework_grid(results: Sequence[Result]):  # -> pandas.DataFrame (imported lazily)
+    """The cross-framework table as a pandas frame: one row per configuration (`configs`
+    order), one column per framework (`frameworks` order), each cell the list of that
+    framework's results for the row (several: official upstreams, or a best-practice
+    ablation), NaN where the framework did not run the configuration."""
+    import pandas as pd
+
+    rows = {c: i for i, c in enumerate(configs(results))}
+    frame = pd.DataFrame(
+        {
+            "row": [rows[Config.of(r).row_key()] for r in results],
+            "framework": [r.spec.framework for r in results],
+            "result": list(results),
+        }
+    )
+    grid = frame.groupby(["row", "framework"])["result"].agg(list).unstack("framework")
+    return grid.reindex(index=range(len(rows)), columns=frameworks(results))
+
+
 def source_label(result: Result) -> str:
     if result.spec.impl != "official":
         return ""

@@ -12,7 +12,7 @@ from pathlib import Path
 from dlperf.report._data import (
     Config,
     configs,
-    frameworks,
+    cross_framework_grid,
     hardware_label,
     scaling_series,
     select,
@@ -43,18 +43,18 @@ def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
     ax.set_title(title if len(title) <= 110 else title[:109] + "…", fontsize=10)
     ax.set_ylabel("samples/s (median; error bars: min–max)")
 
-    cols, fws = configs(chosen), frameworks(chosen)
+    grid = cross_framework_grid(chosen)  # rows: configurations; columns: frameworks
+    cols, fws = configs(chosen), list(grid.columns)
     if not cols:
         ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
         ax.set_xticks([])
-    by_key = {(Config.of(r).row_key(), r.spec.framework): r for r in chosen}
     width = 0.8 / max(len(fws), 1)
     for j, fw in enumerate(fws):
         xs, heights, low, high, failed_xs = [], [], [], [], []
-        for i, c in enumerate(cols):
-            r = by_key.get((c, fw))
-            if r is None:
+        for i, cell in enumerate(grid[fw]):
+            if not isinstance(cell, list):  # not run by this framework
                 continue
+            r = cell[-1]  # an ablation's several results: the bar shows the last
             x = i - 0.4 + width * (j + 0.5)
             t = r.metrics.throughput
             if r.status == ResultStatus.failed or t is None:

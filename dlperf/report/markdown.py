@@ -10,6 +10,7 @@ from dlperf.report._data import (
     SUSPECT_EFFICIENCY,
     Config,
     configs,
+    cross_framework_grid,
     first_failed,
     frameworks,
     max_other_share,
@@ -187,10 +188,11 @@ def _median(result: Result, with_counts: bool = True) -> str:
     return text
 
 
-def _cells(results: Sequence[Result]) -> str:
+def _cells(results: list[Result] | float) -> str:
     """One cross-framework cell; several official upstreams, or several best-practice settings
-    (an ablation) of one framework are all shown, each with what tells it apart."""
-    if not results:
+    (an ablation) of one framework are all shown, each with what tells it apart. A grid cell
+    the framework did not run is NaN."""
+    if not isinstance(results, list):
         return DASH
     if len(results) == 1:
         return _median(results[0])
@@ -200,10 +202,7 @@ def _cells(results: Sequence[Result]) -> str:
 
 
 def _cross_framework(results: Sequence[Result], model: str) -> list[str]:
-    fws = frameworks(results)
-    by_config: dict[tuple[Config, str], list[Result]] = {}
-    for r in results:
-        by_config.setdefault((Config.of(r).row_key(), r.spec.framework), []).append(r)
+    grid = cross_framework_grid(results)
     header = [
         "mode",
         "precision",
@@ -212,14 +211,12 @@ def _cross_framework(results: Sequence[Result], model: str) -> list[str]:
         "shape",
         "nodes x devices",
         "impl",
-        *fws,
+        *grid.columns,
     ]
     rows = []
-    for c in configs(results):
+    for c, cells in zip(configs(results), grid.map(_cells).itertuples(index=False), strict=True):
         row = [c.mode, c.precision_label, c.device, str(c.batch), c.shape_label, c.topology]
-        row.append(c.impl_label)
-        row += [_cells(by_config.get((c, fw), [])) for fw in fws]
-        rows.append(row)
+        rows.append([*row, c.impl_label, *cells])
     return [
         "## Cross-framework",
         "",
