@@ -92,13 +92,17 @@ def compare(a: Path, b: Path, threshold: float = 0.05) -> tuple[list[Row], list[
         raise DlperfError(
             f"--threshold {threshold} must be a fraction in [0, 1), such as 0.05 for 5 %"
         )
-    side_a, side_b = load_side(a), load_side(b)
+    import pandas as pd
+
+    sides = [pd.DataFrame({"key": list(side), "result": list(side.values())})
+             for side in (load_side(a), load_side(b))]  # fmt: skip
+    joined = pd.merge(*sides, on="key", how="outer", suffixes=("_a", "_b"), indicator="side")
     rows, notes = [], []
-    for key in sorted(set(side_a) | set(side_b)):
-        if key not in side_a or key not in side_b:
-            notes.append(f"{key}: only in {'B' if key in side_b else 'A'}")
+    for key, result_a, result_b, side in joined.sort_values("key").itertuples(index=False):
+        if side != "both":
+            notes.append(f"{key}: only in {'A' if side == 'left_only' else 'B'}")
             continue
-        row = compare_results(side_a[key], side_b[key], threshold)
+        row = compare_results(result_a, result_b, threshold)
         if row is None:
             notes.append(f"{key}: no ok repeat on one side")
         else:
