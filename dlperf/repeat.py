@@ -30,6 +30,7 @@ from dlperf.launch import NodeCommand, ResolvedLaunch, free_port
 from dlperf.proc import ProcResult, run_process, tail
 from dlperf.redact import stored_argv
 from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus
+from dlperf.spec import RunPlan
 
 # Host-observed vs workload-timed window: the larger of a relative and an absolute slack, since
 # pipe and scheduler jitter (milliseconds on a loaded machine) dominate short windows.
@@ -39,19 +40,15 @@ JOB_OUTCOME_ORDER = ("timeout", "no_output", "exited", "cancelled")
 
 
 def run_single_process(
-    adapter: Adapter,
-    spec: BenchmarkSpec,
-    index: int,
-    python: str,
-    base_env: Mapping[str, str],
-    raw_dir: Path,
+    plan: RunPlan, index: int, base_env: Mapping[str, str], raw_dir: Path
 ) -> Repeat:
     """Repeat `index` as one workload process on this host, its step lines timed as they
     arrive (an outside check on the workload's clock)."""
     log_path = raw_dir / f"repeat-{index}.log"
     events_path = raw_dir / f"repeat-{index}.events.jsonl"
     events_path.unlink(missing_ok=True)
-    cmd = adapter.command(spec, python)
+    spec, adapter = plan.spec, plan.adapter
+    (cmd,) = plan.node_commands()
     child_env = {**base_env, **cmd.env, EVENTS_ENV: str(events_path)}
     loadgen_dir = raw_dir / f"repeat-{index}.loadgen"
     if spec.scenario:
@@ -126,12 +123,21 @@ class Job:
     log.
     """
 
-    adapter: Adapter
-    spec: BenchmarkSpec
-    launch: ResolvedLaunch  # the launcher and the nodes' addresses, resolved once for the run
-    python: str
+    plan: RunPlan  # the adapter, the launcher and the nodes' addresses, resolved once
     base_env: Mapping[str, str]  # this host's environment for the processes started here
     node_env: Mapping[str, str]  # what each node's command needs from the env (remote nodes)
+
+    @property
+    def spec(self) -> BenchmarkSpec:
+        return self.plan.spec
+
+    @property
+    def launch(self) -> ResolvedLaunch:
+        return self.plan.launch
+
+    @property
+    def adapter(self) -> Adapter:
+        return self.plan.adapter
 
     def run(self, index: int, raw_dir: Path) -> Repeat:
         """Repeat `index` of the job: start every node, watch them, choose the failure that
@@ -190,7 +196,7 @@ class Job:
         spec, hosts = self.spec, list(self.launch.hosts)
         port = free_port()  # free here; with a remote launcher dlperf runs on node 0 as a rule
         nodes = []
-        for node in self.adapter.job_commands(spec, self.python, hosts, port, log_dir=raw_dir):
+        for node in self.plan.node_commands(port, log_dir=raw_dir):
             on_host = hosts.count(node.host) * spec.devices_per_node
             env = {EVENTS_ENV: str(events_template), RANKS_ON_HOST_ENV: str(on_host)}
             if self.launch.remote:

@@ -26,7 +26,7 @@ from dlperf.files import StorageError, check_writable, remove_empty_files, stora
 from dlperf.launch import JobLaunch, ResolvedLaunch
 from dlperf.repeat import Job, run_single_process
 from dlperf.schema import BenchmarkSpec, MachineLoad, Repeat, RepeatStatus, Result
-from dlperf.spec import OfficialOptions, adapter_for, check_spec
+from dlperf.spec import OfficialOptions, RunPlan, adapter_for, check_spec
 from dlperf.store import result_dir, unsaved_error, write_result
 
 
@@ -43,29 +43,27 @@ class RunCallbacks:
 class PreparedRun:
     """One benchmark ready to run repeats: env built (or adopted), raw-log folder chosen."""
 
-    spec: BenchmarkSpec
-    adapter: Adapter
+    plan: RunPlan  # the adapter, the launcher and hosts (resolved once), the interpreter
     env: Env | None
     result_id: str
     raw_dir: Path
-    launch: ResolvedLaunch = ResolvedLaunch()  # the launcher and hosts, resolved once
     interpreter: InterpreterInfo | None = None  # what runs the workload, and what it has
+
+    @property
+    def spec(self) -> BenchmarkSpec:
+        return self.plan.spec
 
     def measure(self, index: int) -> Repeat:
         """Repeat `index`: one process, or the data-parallel job; with the machine's load."""
-        python = str(self.env.python) if self.env else sys.executable
         base_env = self.env.run_env() if self.env else dict(os.environ)
         meter = system.LoadMeter()
-        if not self.launch.is_job:
-            repeat = run_single_process(
-                self.adapter, self.spec, index, python, base_env, self.raw_dir
-            )
+        if not self.plan.launch.is_job:
+            repeat = run_single_process(self.plan, index, base_env, self.raw_dir)
         else:
             # What a remote node needs besides the command: the variables the env sets.
             node_env = self.env.run_env({}) if self.env else {}
             node_env.pop("PATH", None)  # the interpreter is named by its full path
-            job = Job(self.adapter, self.spec, self.launch, python, base_env, node_env)
-            repeat = job.run(index, self.raw_dir)
+            repeat = Job(self.plan, base_env, node_env).run(index, self.raw_dir)
         return repeat.model_copy(
             update={
                 "env_digest": self.interpreter.dists_digest if self.interpreter else None,
@@ -74,7 +72,7 @@ class PreparedRun:
         )
 
     def finish(self, results_dir: Path, repeats: list[Repeat]) -> tuple[Result, Path]:
-        job = self.launch.job_info(self.spec)
+        job = self.plan.launch.job_info(self.spec)
         workload = described_workload(repeats)
         result = build_result(
             self.spec,
@@ -82,7 +80,7 @@ class PreparedRun:
             repeats,
             environment=system.run_environment(workload, self.env, self.interpreter),
             peak=system.run_peak(self.spec, workload, job),
-            source=self.adapter.source_info(),
+            source=self.plan.adapter.source_info(),
             job=job,
         )
         try:
@@ -171,7 +169,8 @@ def prepare_run(
             with contextlib.suppress(OSError):
                 folder.rmdir()  # nothing ran: a refused run leaves no trace
         raise
-    return PreparedRun(spec, adapter, env, result_id, raw_dir, resolved, interpreter)
+    plan = RunPlan(spec, adapter, resolved, str(env.python) if env else sys.executable)
+    return PreparedRun(plan, env, result_id, raw_dir, interpreter)
 
 
 def _claim_raw_dir(folder: Path, result_id: str | None) -> tuple[str, Path]:

@@ -1,9 +1,10 @@
 """A benchmark's spec: resolved from a preset and flags, checked against what its adapter can run.
 
 The one answer to "what would run": `resolve_spec` (preset values, then explicit flags, then the
-framework's best practice, validated before anything runs) and `adapter_for` (the built-in
-adapter, or the official implementation at a verified checkout). The runner, the sweep, the
-model checks and the log importers all start here.
+framework's best practice, validated before anything runs), `adapter_for` (the built-in
+adapter, or the official implementation at a verified checkout) and `RunPlan` (that adapter,
+the launcher with its nodes and the interpreter: the commands each node starts). The runner,
+the sweep, `dlperf run --dry-run`, the model checks and the log importers all start here.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dlperf.adapter import (
     check_options,
 )
 from dlperf.adapters import get_adapter
+from dlperf.launch import DEFAULT_MASTER_PORT, JobLaunch, NodeCommand, ResolvedLaunch, resolve_hosts
 from dlperf.models import MODELS, PRESETS, get_model, preset_values
 from dlperf.official import OfficialAdapter, prepare_official
 from dlperf.schema import MAX_KEY_CHARS, BenchmarkSpec
@@ -172,3 +174,50 @@ def adapter_for(
         data_dir=opts.data_dir,
         out_dir=out_dir,
     )
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run starts: its adapter, the launcher with the nodes' addresses, and the
+    interpreter that runs the workload. The runner's repeats start `node_commands` (with a free
+    port and the raw-log folder); `dlperf run --dry-run` prints them (`plan_run`)."""
+
+    spec: BenchmarkSpec
+    adapter: Adapter
+    launch: ResolvedLaunch
+    python: str
+
+    def node_commands(
+        self, port: int = DEFAULT_MASTER_PORT, log_dir: Path | None = None
+    ) -> list[NodeCommand]:
+        """Each node's own command, before the launcher wraps it; one local process when the
+        run is not a job."""
+        if not self.launch.is_job:
+            cmd = self.adapter.command(self.spec, self.python)
+            return [NodeCommand(0, "localhost", tuple(cmd.argv), str(cmd.cwd or "."), cmd.env)]
+        hosts = list(self.launch.hosts)
+        return self.adapter.job_commands(self.spec, self.python, hosts, port, log_dir=log_dir)
+
+
+def plan_run(
+    spec: BenchmarkSpec,
+    official: OfficialOptions | None = None,
+    launch: JobLaunch | None = None,
+    python: Path | None = None,
+) -> RunPlan:
+    """The plan of a dry run: nothing is fetched, built or started. The env's interpreter is
+    named by its env; with the local launcher, `--hosts` gives the nodes' lines to start by hand
+    on those hosts (a real run refuses it)."""
+    launch = launch or JobLaunch()
+    is_job = launch.is_job(spec)
+    hosts = list(launch.hosts)
+    if is_job:
+        hosts = resolve_hosts(spec.nodes, hosts) if hosts else launch.node_hosts(spec.nodes)
+    adapter = adapter_for(spec, official, fetch=False)
+    if python is None:
+        env = adapter.env_spec(spec.device)
+        interpreter = f"<env {env.name}>/bin/python" if env else "python"
+    else:
+        interpreter = str(python)
+    resolved = ResolvedLaunch(launch.launcher if is_job else "local", tuple(hosts), is_job)
+    return RunPlan(spec, adapter, resolved, interpreter)

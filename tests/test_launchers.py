@@ -271,8 +271,9 @@ def test_slurm_hosts_are_resolved_once_per_run(tmp_path, monkeypatch) -> None:
     nodes = mock.Mock(return_value=["127.0.0.1", "127.0.0.1"])  # scontrol's answer
     monkeypatch.setattr("dlperf.launch.slurm_hosts", nodes)
     run = prepare_run(pace_spec(), tmp_path, launch=JobLaunch("slurm"))
-    assert run.launch.hosts == ("127.0.0.1", "127.0.0.1") and run.launch.dispatched
-    assert run.launch.job_info(run.spec).hosts == ["127.0.0.1", "127.0.0.1"]
+    launch = run.plan.launch
+    assert launch.hosts == ("127.0.0.1", "127.0.0.1") and launch.dispatched
+    assert launch.job_info(run.spec).hosts == ["127.0.0.1", "127.0.0.1"]
     assert nodes.call_count == 1  # not once more per repeat, nor for the stored result
 
 

@@ -211,44 +211,29 @@ def run_argv(
 
 def print_plan(spec, official, launch, python: Path | None = None) -> None:
     """What `run` would start on each node, without building or starting anything."""
-    from dlperf.launch import DEFAULT_MASTER_PORT, NodeCommand, resolve_hosts, through_launcher
-    from dlperf.spec import adapter_for
+    from dlperf.launch import through_launcher
+    from dlperf.spec import plan_run
 
-    # The nodes' own lines (local with --hosts: to start by hand), or the launcher's.
-    hosts = list(launch.hosts) if launch.hosts else []
-    if launch.is_job(spec):
-        hosts = resolve_hosts(spec.nodes, hosts) if hosts else launch.node_hosts(spec.nodes)
-    adapter = adapter_for(spec, official, fetch=False)
-    if python is None:  # the interpreter a run would use, named without building its env
-        env = adapter.env_spec(spec.device)
-        interpreter = f"<env {env.name}>/bin/python" if env else "python"
-    else:
-        interpreter = str(python)
+    plan = plan_run(spec, official, launch, python)
     if spec.impl != "official":
-        if not launch.is_job(spec):
-            cmd = adapter.command(spec, interpreter)
-            nodes = [NodeCommand(0, "localhost", tuple(cmd.argv), str(cmd.cwd or "."), cmd.env)]
-        else:
-            nodes = adapter.job_commands(spec, interpreter, hosts, DEFAULT_MASTER_PORT)
         console.print(
             f"[bold]{spec.config_key()}[/]: {spec.world_size} rank(s), global batch "
             f"{spec.global_batch}; each rank writes $DLPERF_EVENTS with {{rank}} replaced"
         )
     else:
-        manifest, checkout = adapter.manifest, adapter.checkout
-        plan = adapter.plan(spec, interpreter, hosts)
-        nodes = list(plan.nodes)
+        manifest, checkout = plan.adapter.manifest, plan.adapter.checkout
+        knobs = plan.adapter.plan(spec, plan.python, list(plan.launch.hosts)).knobs
         console.print(
             f"[bold]{manifest.name}[/]: {manifest.upstream.url} @ {manifest.upstream.commit}"
             f"{'' if checkout.exists() else ' (not fetched yet: dlperf sources fetch)'}"
         )
         console.print(
-            f"knobs applied: {', '.join(plan.knobs) or 'none'}; log format "
+            f"knobs applied: {', '.join(knobs) or 'none'}; log format "
             f"{manifest.log_format}; window skip {spec.skip}, measure {spec.measure}"
         )
         if manifest.command.scope == "once" and spec.nodes > 1:
             console.print(f"(node 0's command starts the processes on all {spec.nodes} nodes)")
-    print_nodes(through_launcher(launch.launcher if launch.is_job(spec) else "local", nodes))
+    print_nodes(through_launcher(plan.launch.launcher, plan.node_commands()))
 
 
 def sweep(
