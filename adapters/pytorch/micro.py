@@ -6,9 +6,9 @@
                 sample, summed. Forward only with --mode infer; forward + backward (sparse
                 gradient) + SGD update of the touched rows with --mode train. Reported in GB/s.
 
-Runs inside the adapter's isolated env and imports only torch and the standard library. Events
-contract as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start", "ready",
-one "step" per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
+Runs inside the adapter's isolated env and imports only torch and the standard library; the
+events contract and the timed loop are the shared kit's (_shared/workload_kit.py), as for
+workload.py.
 
 Counting (the host turns samples/s into TF/s = flops_per_sample * samples/s / 1e12 and GB/s =
 bytes_per_sample * samples/s / 1e9):

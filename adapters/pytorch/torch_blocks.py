@@ -17,8 +17,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-LN_EPS = model_math.BERT_LN_EPS
-DROPOUT = model_math.BERT_DROPOUT
 # --sdpa 0 writes attention out as softmax(Q K^T / sqrt(d)) V (the same math, no fused kernel).
 USE_SDPA = True
 
@@ -118,7 +116,7 @@ class SelfAttention(nn.Module):
             return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        p = DROPOUT if self.training else 0.0
+        p = model_math.BERT_DROPOUT if self.training else 0.0
         if USE_SDPA:
             ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
         else:
@@ -136,11 +134,11 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.attention = SelfAttention(hidden, heads)
         self.attn_out = nn.Linear(hidden, hidden)
-        self.attn_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        self.attn_norm = nn.LayerNorm(hidden, eps=model_math.BERT_LN_EPS)
         self.intermediate = nn.Linear(hidden, intermediate)
         self.output = nn.Linear(intermediate, hidden)
-        self.out_norm = nn.LayerNorm(hidden, eps=LN_EPS)
-        self.dropout = nn.Dropout(DROPOUT)
+        self.out_norm = nn.LayerNorm(hidden, eps=model_math.BERT_LN_EPS)
+        self.dropout = nn.Dropout(model_math.BERT_DROPOUT)
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
         x = self.attn_norm(x + self.dropout(self.attn_out(self.attention(x, attn_mask))))
@@ -155,15 +153,15 @@ class BertForPreTraining(nn.Module):
         self.word_embeddings = nn.Embedding(cfg["vocab"], hidden)
         self.position_embeddings = nn.Embedding(cfg["max_positions"], hidden)
         self.token_type_embeddings = nn.Embedding(cfg["type_vocab"], hidden)
-        self.emb_norm = nn.LayerNorm(hidden, eps=LN_EPS)
-        self.emb_dropout = nn.Dropout(DROPOUT)
+        self.emb_norm = nn.LayerNorm(hidden, eps=model_math.BERT_LN_EPS)
+        self.emb_dropout = nn.Dropout(model_math.BERT_DROPOUT)
         self.layers = nn.ModuleList(
             EncoderLayer(hidden, cfg["heads"], cfg["intermediate"]) for _ in range(cfg["layers"])
         )
         self.pooler = nn.Linear(hidden, hidden)
         self.nsp = nn.Linear(hidden, 2)
         self.mlm_transform = nn.Linear(hidden, hidden)
-        self.mlm_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        self.mlm_norm = nn.LayerNorm(hidden, eps=model_math.BERT_LN_EPS)
         # The MLM decoder's weight is the word-embedding matrix (tied); only its bias is new.
         self.mlm_bias = nn.Parameter(torch.zeros(cfg["vocab"]))
 
