@@ -16,6 +16,7 @@ setup(
         "dlperf.report",
         "dlperf.logformats",
         "dlperf.importers",
+        "dlperf.official",
         "dlperf.adapters",
         *ADAPTERS,
         *DATA,

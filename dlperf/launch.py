@@ -1,10 +1,10 @@
-"""Per-node command lines for official implementations, built from their manifests.
+"""Launchers: how a job's per-node command lines are started from the machine dlperf runs on.
 
-A manifest's command and knob arguments are templates (`{batch_size}`, `{node_rank}`, ...);
-`plan_nodes` fills them once per node, so ranks, host lists and master addresses are derived,
-never hand-edited. A manifest whose `scope` is "once" gets one command, on node 0, that spreads
-itself (mpirun/horovodrun with a host list). Container environments wrap the command in
-`docker run` / `apptainer exec` with the checkout mounted.
+`NodeCommand` is one node's command line; `through_launcher` starts a job's lines as they are
+(local), with one `ssh` per node, or with one `srun` / `mpirun` that runs a task per node.
+`JobLaunch` is the launcher and hosts the user asked for, resolved once per run into a
+`ResolvedLaunch`. The per-node lines of official upstream implementations are built from their
+manifests in `dlperf.official.commands`.
 """
 
 from __future__ import annotations
@@ -13,57 +13,16 @@ import json
 import os
 import shlex
 import socket
-import string
 import subprocess
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
 
 from dlperf import DlperfError
 from dlperf.redact import SSH_ENV, redact_value  # SSH_ENV: the ssh program and options
 from dlperf.schema import BenchmarkSpec, JobInfo
 
-PLACEHOLDERS = (
-    "python",
-    "source",
-    "batch_size",
-    "node_batch",
-    "global_batch",
-    "steps",
-    "devices",
-    "gpus",
-    "nodes",
-    "world_size",
-    "node_rank",
-    "node_ip",
-    "node_ips",
-    "master_addr",
-    "master_port",
-    "hosts_slots",
-    "tf_config",
-    "data_dir",
-    "out_dir",
-)
-CONTAINER_SOURCE = "/workspace/upstream"  # where a container sees the checkout
 DEFAULT_MASTER_PORT = 29500
-
-
-def template_names(template: str) -> set[str]:
-    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-
-
-def check_templates(templates: Sequence[str], where: str) -> None:
-    for template in templates:
-        try:
-            unknown = template_names(template) - set(PLACEHOLDERS)
-        except ValueError as exc:
-            raise ValueError(f"{where}: bad template {template!r}: {exc}") from None
-        if unknown:
-            raise ValueError(
-                f"{where}: unknown placeholder(s) {', '.join(sorted(unknown))} in {template!r}; "
-                f"known: {', '.join(PLACEHOLDERS)}"
-            )
 
 
 @dataclass(frozen=True)
@@ -80,12 +39,6 @@ class NodeCommand:
         cmd = shlex.join(self.argv)
         cd = "" if self.cwd == "." else f"cd {shlex.quote(self.cwd)} && "
         return f"{cd}{env + ' ' if env else ''}{cmd}"
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    nodes: tuple[NodeCommand, ...]
-    knobs: tuple[str, ...]  # the manifest knobs that applied
 
 
 def resolve_hosts(nodes: int, hosts: Sequence[str] | None) -> list[str]:
@@ -108,124 +61,11 @@ def resolve_hosts(nodes: int, hosts: Sequence[str] | None) -> list[str]:
     return hosts
 
 
-def plan_nodes(
-    manifest,  # dlperf.sources.Manifest (not imported: sources imports this module's checks)
-    spec: BenchmarkSpec,
-    *,
-    checkout: Path,
-    python: str,
-    hosts: Sequence[str] | None = None,
-    master_port: int = DEFAULT_MASTER_PORT,
-    data_dir: str = "",
-    out_dir: str = "upstream-output",
-) -> LaunchPlan:
-    """Every node's command line for `spec` run by `manifest`'s upstream at `checkout`."""
-    for knob, value in (("amp", spec.precision == "amp"), ("xla", spec.xla)):
-        if value and knob in manifest.unsupported:
-            raise DlperfError(
-                f"{manifest.name} cannot run with --{knob}: {manifest.unsupported[knob]}"
-            )
-    if spec.nodes > 1 and "multi_node" in manifest.unsupported:
-        raise DlperfError(
-            f"{manifest.name} cannot run on several nodes: {manifest.unsupported['multi_node']}"
-        )
-    if not data_dir and "synthetic" in manifest.unsupported:
-        raise DlperfError(
-            f"{manifest.name} needs a dataset ({manifest.unsupported['synthetic']}); "
-            "pass --data-dir PATH"
-        )
-    if "steps" in manifest.unsupported and "steps" not in manifest.args:
-        raise DlperfError(
-            f"{manifest.name} cannot be stopped after {spec.steps} steps: "
-            f"{manifest.unsupported['steps']}"
-        )
-    node_hosts = resolve_hosts(spec.nodes, hosts)
-    container = manifest.environment.kind == "container"
-    source = CONTAINER_SOURCE if container else str(checkout)
-    # Synthetic data unless the user gives a dataset: dlperf measures the framework, not I/O.
-    knobs = ["batch_size", "steps"] + ([] if data_dir else ["synthetic"])
-    knobs.append("amp" if spec.precision == "amp" else "fp32")
-    knobs.append("xla" if spec.xla else "no_xla")
-    if spec.nodes > 1:
-        knobs.append("multi_node")
-    applied = tuple(k for k in knobs if k in manifest.args or k in manifest.env_knobs)
-    argv_templates = list(manifest.command.argv)
-    env_templates = dict(manifest.command.env)
-    for knob in applied:
-        argv_templates += manifest.args.get(knob, ())
-        env_templates.update(manifest.env_knobs.get(knob, {}))
-    cwd = str(PurePosixPath(source) / manifest.command.cwd)
-    ranks = range(1 if manifest.command.scope == "once" else spec.nodes)
-    commands = []
-    for rank in ranks:
-        values = {
-            "python": "python" if container else python,
-            "source": source,
-            "batch_size": spec.batch_size,
-            "node_batch": spec.batch_size * spec.devices_per_node,
-            "global_batch": spec.global_batch,
-            "steps": spec.steps,
-            "devices": spec.devices_per_node,
-            "gpus": ",".join(str(i) for i in range(spec.devices_per_node)),
-            "nodes": spec.nodes,
-            "world_size": spec.world_size,
-            "node_rank": rank,
-            "node_ip": node_hosts[rank],
-            "node_ips": ",".join(node_hosts),
-            "master_addr": node_hosts[0],
-            "master_port": master_port,
-            "hosts_slots": ",".join(f"{h}:{spec.devices_per_node}" for h in node_hosts),
-            "tf_config": tf_config([f"{h}:{master_port}" for h in node_hosts], rank),
-            "data_dir": data_dir,
-            "out_dir": out_dir,
-        }
-        argv = [fill(t, values) for t in argv_templates]
-        env = {k: fill(v, values) for k, v in env_templates.items()}
-        if container:
-            argv = container_argv(manifest.environment, checkout, cwd, env, argv, out_dir, data_dir)
-            env, cwd_here = {}, str(checkout)
-        else:
-            cwd_here = cwd
-        commands.append(NodeCommand(rank, node_hosts[rank], tuple(argv), cwd_here, env))
-    return LaunchPlan(tuple(commands), applied)
-
-
 def tf_config(workers: Sequence[str], rank: int) -> str:
     """TensorFlow's multi-worker cluster description for one worker (the TF_CONFIG variable);
     `workers` are "host:port" strings, node 0 first."""
     cluster = {"worker": list(workers)}
     return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}})
-
-
-def fill(template: str, values: Mapping[str, object]) -> str:
-    return template.format_map({k: str(v) for k, v in values.items()})
-
-
-def container_argv(
-    environment,
-    checkout: Path,
-    cwd: str,
-    env: Mapping[str, str],
-    argv: Sequence[str],
-    out_dir: str,
-    data_dir: str,
-) -> list[str]:
-    """`argv` run inside the manifest's image with the checkout mounted at CONTAINER_SOURCE and
-    the output and data folders at their own paths."""
-    mounts = [f"{checkout}:{CONTAINER_SOURCE}"]
-    mounts += [f"{d}:{d}" for d in (out_dir, data_dir) if d.startswith("/")]
-    if environment.runtime == "docker":
-        out = ["docker", "run", "--rm", "--network=host", "--ipc=host", "--gpus=all"]
-        for mount in mounts:
-            out += ["-v", mount]
-        out += ["-w", cwd]
-        for key, value in sorted(env.items()):
-            out += ["-e", f"{key}={value}"]
-        return [*out, environment.image, *argv]
-    out = ["apptainer", "exec", "--nv", "--bind", ",".join(mounts), "--pwd", cwd]
-    for key, value in sorted(env.items()):
-        out += ["--env", f"{key}={value}"]
-    return [*out, f"docker://{environment.image}", *argv]
 
 
 # --------------------------------------------------------------------------- launchers

@@ -25,9 +25,10 @@ from dlperf.adapter import (
 from dlperf.adapters import get_adapter
 from dlperf.launch import DEFAULT_MASTER_PORT, JobLaunch, NodeCommand, ResolvedLaunch, resolve_hosts
 from dlperf.models import MODELS, PRESETS, get_model, preset_values
-from dlperf.official import OfficialAdapter, prepare_official
+from dlperf.official.adapter import OfficialAdapter, prepare_official
+from dlperf.official.checkout import checkout_dir
+from dlperf.official.manifest import find_manifest
 from dlperf.schema import MAX_KEY_CHARS, BenchmarkSpec
-from dlperf.sources import checkout_dir, find_manifest
 
 
 def resolve_spec(

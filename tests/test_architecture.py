@@ -166,7 +166,9 @@ def test_nothing_but_the_core_imports_the_runner_for_spec_or_results() -> None:
     graph = import_graph()
     importers = [m for m in graph if m == "dlperf.importers" or m.startswith("dlperf.importers.")]
     assert importers
-    for module in [*importers, "dlperf.official", "dlperf.mlperf", "dlperf.checks"]:
+    official = [m for m in graph if m == "dlperf.official" or m.startswith("dlperf.official.")]
+    assert "dlperf.official.adapter" in official
+    for module in [*importers, *official, "dlperf.mlperf", "dlperf.checks"]:
         assert "dlperf.runner" not in graph[module], module
     for module in ("dlperf.spec", "dlperf.assemble"):
         assert "dlperf.runner" not in graph[module]
@@ -200,3 +202,25 @@ def test_workload_scripts_import_no_dlperf_code() -> None:
                 if mod.startswith(".") or mod.split(".")[0] in ("dlperf", "adapters"):
                     offending.append(f"{path.relative_to(ROOT)}:{node.lineno}: import {mod}")
     assert not offending, "workload scripts import dlperf code:\n" + "\n".join(offending)
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module `start` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in graph[todo.pop()] - seen:
+            seen.add(w)
+            todo.append(w)
+    return seen
+
+
+def test_official_modules_import_one_way() -> None:
+    """`dlperf.official`'s modules import only those before them (manifest, checkout, commands,
+    adapter), and the launchers (`dlperf.launch`) know nothing of official implementations."""
+    graph = import_graph()
+    order = ["manifest", "checkout", "commands", "adapter"]
+    for i, name in enumerate(order):
+        deps = {m for m in reachable(graph, f"dlperf.official.{name}") if "official" in m}
+        assert deps <= {f"dlperf.official.{n}" for n in order[:i]}, (name, deps)
+    assert not {m for m in reachable(graph, "dlperf.launch") if m.startswith("dlperf.official")}

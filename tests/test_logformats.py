@@ -17,7 +17,7 @@ DLPERF_PUBLISHED = {"1n1g": 321.8, "1n2g": 574.66, "1n4g": 1143.46, "1n8g": 2458
 
 
 def test_every_manifest_format_has_a_parser() -> None:
-    from dlperf.sources import load_manifests
+    from dlperf.official.manifest import load_manifests
 
     used = {m.log_format for m in load_manifests().values()}
     assert used <= set(FORMATS), used - set(FORMATS)

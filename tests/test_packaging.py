@@ -38,8 +38,8 @@ def test_wheel_ships_packages_manifests_and_patches(tmp_path: Path) -> None:
     install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target)]
     assert subprocess.run([*install, str(wheel)], capture_output=True).returncode == 0
     probe = subprocess.run(
-        [sys.executable, "-c", "import dlperf.sources as s; print(s.manifests_dir()); "
-         "print(len(s.load_manifests()))"],
+        [sys.executable, "-c", "import dlperf.official.manifest as m; print(m.manifests_dir()); "
+         "print(len(m.load_manifests()))"],
         capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(target)},
     )  # fmt: skip
     assert probe.returncode == 0, probe.stderr

@@ -115,7 +115,8 @@ def test_stored_argv_keeps_no_ssh_options_and_no_secret_words() -> None:
 
 
 def test_source_urls_keep_no_token() -> None:
-    from dlperf.sources import Upstream, source_info
+    from dlperf.official.checkout import source_info
+    from dlperf.official.manifest import Upstream
 
     url = "https://oauth2:s3cr3t@gitlab.example.com/x.git"
     info = source_info(Upstream(name="x", url=url, commit="0" * 40), [])

@@ -18,16 +18,10 @@ import pytest
 
 from dlperf import DlperfError
 from dlperf.logformats import FORMATS
+from dlperf.official.checkout import MARKER, checkout_dir, fetch_source, verify_checkout
+from dlperf.official.manifest import find_manifest, load_manifests
 from dlperf.runner import run_benchmark
 from dlperf.schema import ResultStatus
-from dlperf.sources import (
-    MARKER,
-    checkout_dir,
-    fetch_source,
-    find_manifest,
-    load_manifests,
-    verify_checkout,
-)
 from dlperf.spec import OfficialOptions, resolve_spec
 
 TRAIN_PY = '''\
@@ -243,7 +237,7 @@ def test_a_manifest_naming_an_unknown_log_format_is_refused_at_validation(upstre
 
 
 def test_per_node_commands_are_derived_not_hand_edited(upstream) -> None:
-    from dlperf.official import OfficialAdapter
+    from dlperf.official.adapter import OfficialAdapter
 
     manifest = find_manifest("calibration", "pace")
     spec = resolve_spec(

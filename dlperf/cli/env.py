@@ -19,7 +19,7 @@ def list_cmd() -> None:
     from dlperf.adapters import adapter_names, get_adapter
     from dlperf.envs import env_status
     from dlperf.models import MODELS
-    from dlperf.sources import load_manifests
+    from dlperf.official.manifest import load_manifests
 
     official: dict[tuple[str, str], list[str]] = {}
     for m in load_manifests().values():

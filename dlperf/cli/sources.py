@@ -12,7 +12,8 @@ from dlperf.cli.render import console, sources_table
 
 def sources_list() -> None:
     """Every manifest: framework, model, upstream commit, log format, checkout state."""
-    from dlperf.sources import load_manifests, manifests_dir, source_states
+    from dlperf.official.checkout import source_states
+    from dlperf.official.manifest import load_manifests, manifests_dir
 
     console.print(sources_table(source_states(load_manifests())))
     console.print("* = the default for its framework and model")
@@ -25,7 +26,8 @@ def sources_fetch(
     refetch: o.Refetch = False,
 ) -> None:
     """Clone each upstream at its pinned commit and apply its tracked patches."""
-    from dlperf.sources import fetch_source, select_manifests, upstream_patches
+    from dlperf.official.checkout import fetch_source, upstream_patches
+    from dlperf.official.manifest import select_manifests
 
     done: set[str] = set()
     for m in select_manifests(names):
@@ -41,7 +43,8 @@ def sources_fetch(
 
 def sources_verify(names: o.ManifestNames = None) -> None:
     """Check each fetched checkout: pinned commit, exactly the tracked patches, nothing else."""
-    from dlperf.sources import select_manifests, source_states
+    from dlperf.official.checkout import source_states
+    from dlperf.official.manifest import select_manifests
 
     bad = 0
     for st in source_states({m.name: m for m in select_manifests(names)}):

@@ -20,10 +20,11 @@ from dlperf.adapters import get_adapter
 from dlperf.assemble import classify, make_repeat
 from dlperf.events import parse_events_file
 from dlperf.importers import imported_result
-from dlperf.official import OfficialAdapter
+from dlperf.official.adapter import OfficialAdapter
+from dlperf.official.checkout import source_info
+from dlperf.official.manifest import find_manifest
 from dlperf.proc import tail as log_tail
 from dlperf.schema import RepeatStatus, Result
-from dlperf.sources import find_manifest, source_info
 from dlperf.spec import resolve_spec
 from dlperf.store import write_result
 

@@ -1,7 +1,7 @@
 """Official upstream implementations as adapters: `--impl official` runs and `dlperf parse`.
 
 `OfficialAdapter` wraps a manifest: its environment (pinned pip requirements, or a container
-image), its per-node command lines (`dlperf.launch`), and its log format
+image), its per-node command lines (`dlperf.official.commands`), and its log format
 (`dlperf.logformats`). The runner drives it like any built-in adapter, so repeats, timeouts,
 statuses and statistics are the same code. Logs made elsewhere are imported by
 `dlperf.importers.dlperf_logs` through the same adapter.
@@ -18,15 +18,12 @@ from dlperf.adapter import Adapter, Command
 from dlperf.adapters import get_adapter
 from dlperf.envs import EnvSpec
 from dlperf.events import ParsedRun
-from dlperf.launch import DEFAULT_MASTER_PORT, LaunchPlan, NodeCommand, plan_nodes
+from dlperf.launch import DEFAULT_MASTER_PORT, NodeCommand
 from dlperf.logformats import LogContext, parse_file, parse_log
+from dlperf.official.checkout import fetch_source, source_info, upstream_patches
+from dlperf.official.commands import LaunchPlan, plan_nodes
+from dlperf.official.manifest import Manifest
 from dlperf.schema import BenchmarkSpec, SourceInfo
-from dlperf.sources import (
-    Manifest,
-    fetch_source,
-    source_info,
-    upstream_patches,
-)
 
 OFFICIAL_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ in the verified checkout
 

@@ -1,10 +1,8 @@
-"""Official upstream implementations: manifests, pinned checkouts and tracked patches.
+"""Official upstream implementations' pinned checkouts and tracked patches.
 
-A manifest (`third_party_scripts/<name>.toml`) names an upstream repository at a full commit,
-its entry command, how each dlperf knob maps onto its arguments, its log format and its
-environment. `fetch_source` clones the upstream into a cache at exactly that commit and applies
+`fetch_source` clones a manifest's upstream into a cache at exactly its commit and applies
 the patches in `patches/<upstream>/` with `git apply`; a marker written last records what the
-checkout is, and `verify_source` checks it again before every use. Results carry the upstream
+checkout is, and `verify_checkout` checks it again before every use. Results carry the upstream
 URL, commit and each patch's sha256 (`SourceInfo`).
 """
 
@@ -13,230 +11,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
 
 from dlperf import DlperfError
 from dlperf.files import atomic_write_json, dlperf_home
-from dlperf.launch import check_templates
-from dlperf.logformats import FORMATS
+from dlperf.official.manifest import Manifest, Upstream, patches_root
 from dlperf.redact import redact_value
 from dlperf.schema import SourceInfo
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 MARKER = ".dlperf-source.json"
-KNOBS = ("batch_size", "steps", "synthetic", "amp", "fp32", "xla", "no_xla", "multi_node")
 GIT_TIMEOUT_S = 60.0
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Upstream(_Strict):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
-    url: str
-    commit: str
-    ref: str = ""
-
-    @field_validator("commit")
-    @classmethod
-    def _full_commit(cls, v: str) -> str:
-        if not _HEX40.match(v):
-            raise ValueError(f"commit must be a full 40-hex git commit, got {v!r}")
-        return v
-
-
-class MeasureWindow(_Strict):
-    log_every: int = Field(1, ge=1)
-    skip: int = Field(ge=0)
-    measure: int = Field(ge=1)
-    source: str = ""
-
-
-class UpstreamEnvironment(_Strict):
-    kind: Literal["pip", "container"]
-    python: str = ""
-    requirements: tuple[str, ...] = ()
-    image: str = ""
-    runtime: Literal["docker", "apptainer"] = "docker"
-    device: Literal["cpu", "cuda"] = "cuda"
-
-
-class UpstreamCommand(_Strict):
-    cwd: str = "."
-    scope: Literal["per_node", "once"] = "per_node"
-    argv: tuple[str, ...]
-    env: dict[str, str] = Field(default_factory=dict)
-
-
-class Manifest(_Strict):
-    name: str
-    framework: str
-    model: str
-    default: bool = False
-    title: str
-    dlperf_reference: str = ""
-    log_format: str
-    notes: str = ""
-    upstream: Upstream
-    window: MeasureWindow
-    environment: UpstreamEnvironment
-    command: UpstreamCommand
-    args: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    env_knobs: dict[str, dict[str, str]] = Field(default_factory=dict)
-    unsupported: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("log_format")
-    @classmethod
-    def _known_format(cls, v: str) -> str:
-        if v not in FORMATS:  # the parsers' own list: a format named here can be parsed
-            raise ValueError(f"unknown log_format {v!r}; known: {', '.join(sorted(FORMATS))}")
-        return v
-
-    @field_validator("args", "env_knobs", "unsupported")
-    @classmethod
-    def _known_knobs(cls, v: dict) -> dict:
-        unknown = sorted(set(v) - set(KNOBS))
-        if unknown:
-            raise ValueError(f"unknown knob(s) {', '.join(unknown)}; known: {', '.join(KNOBS)}")
-        return v
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Manifest:
-        check_templates(self.command.argv, "command.argv")
-        check_templates(list(self.command.env.values()), "command.env")
-        for knob, templates in self.args.items():
-            check_templates(templates, f"args.{knob}")
-        for knob, env in self.env_knobs.items():
-            check_templates(list(env.values()), f"env_knobs.{knob}")
-        env = self.environment
-        if env.kind == "pip" and not env.python:
-            raise ValueError("environment.python is required for kind = 'pip'")
-        if env.kind == "container" and not env.image:
-            raise ValueError("environment.image is required for kind = 'container'")
-        return self
-
-
-# --------------------------------------------------------------------------- manifests
-
-
-def _project_dir(folder: str) -> Path:
-    """A data folder shipped beside the package (wheel) or at the checkout root (source tree)."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / folder, here.parent / folder):
-        if candidate.is_dir():
-            return candidate
-    return here.parent / folder
-
-
-def manifests_dir() -> Path:
-    return Path(os.environ.get("DLPERF_MANIFESTS") or _project_dir("third_party_scripts"))
-
-
-def patches_root() -> Path:
-    return Path(os.environ.get("DLPERF_PATCHES") or _project_dir("patches"))
 
 
 def sources_root() -> Path:
     return dlperf_home() / "sources"
-
-
-def load_manifest(path: Path) -> Manifest:
-    try:
-        data = tomllib.loads(path.read_text())
-        manifest = Manifest.model_validate(data)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise DlperfError(f"{path}: cannot read manifest: {exc}") from exc
-    except ValidationError as exc:
-        raise DlperfError(f"{path}: invalid manifest:\n{exc}") from exc
-    if manifest.name != path.stem:
-        raise DlperfError(f"{path}: name {manifest.name!r} must equal the file name {path.stem!r}")
-    return manifest
-
-
-def load_manifests(directory: Path | None = None) -> dict[str, Manifest]:
-    directory = directory or manifests_dir()
-    manifests = {p.stem: load_manifest(p) for p in sorted(directory.glob("*.toml"))}
-    defaults: dict[tuple[str, str], list[str]] = {}
-    for m in manifests.values():
-        if m.default:
-            defaults.setdefault((m.framework, m.model), []).append(m.name)
-    for (framework, model), names in defaults.items():
-        if len(names) > 1:
-            raise DlperfError(
-                f"{directory}: {framework} {model} has several default manifests "
-                f"({', '.join(names)}); set default = true on one"
-            )
-    return manifests
-
-
-def select_manifests(names: list[str] | None) -> list[Manifest]:
-    """The manifests named (every one when `names` is empty); an unknown name lists the known."""
-    manifests = load_manifests()
-    if not names:
-        return list(manifests.values())
-    unknown = [n for n in names if n not in manifests]
-    if unknown:
-        raise DlperfError(
-            f"unknown manifest(s) {', '.join(unknown)}; known: {', '.join(manifests)}"
-        )
-    return [manifests[n] for n in names]
-
-
-def find_manifest(framework: str, model: str, name: str | None = None) -> Manifest:
-    """The manifest `name`, or the default one for (framework, model)."""
-    manifests = load_manifests()
-    if name:
-        if name not in manifests:
-            raise DlperfError(
-                f"no manifest named {name!r} in {manifests_dir()}; known: "
-                f"{', '.join(manifests) or 'none'} (see `dlperf sources list`)"
-            )
-        m = manifests[name]
-        if (m.framework, m.model) != (framework, model):
-            raise DlperfError(
-                f"manifest {name} is {m.framework} {m.model}, not {framework} {model}"
-            )
-        return m
-    matching = [m for m in manifests.values() if (m.framework, m.model) == (framework, model)]
-    if not matching:
-        pairs = sorted({f"{m.framework} {m.model}" for m in manifests.values()})
-        raise DlperfError(
-            f"no official implementation of {framework} {model} in {manifests_dir()}; "
-            f"there are: {', '.join(pairs) or 'none'}"
-        )
-    defaults = [m for m in matching if m.default]
-    if len(matching) > 1 and not defaults:
-        raise DlperfError(
-            f"{framework} {model} has several official implementations "
-            f"({', '.join(m.name for m in matching)}); pick one with --source NAME"
-        )
-    return (defaults or matching)[0]
-
-
-# --------------------------------------------------------------------------- checkouts
 
 
 @dataclass(frozen=True)
