@@ -12,10 +12,10 @@
                 script emits {"event": "unsupported"} rather than time a lookup plus a
                 segment_sum under the EmbeddingBag name.
 
-Runs inside the adapter's isolated env and imports only paddle, numpy and the standard library.
-Events contract as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start",
-"ready", one "step" per iteration, "end", or "unsupported"); a human-readable log goes to
-stdout.
+Runs inside the adapter's isolated env and imports only paddle, numpy, the standard library and
+the stdlib-only workload kit in adapters/_shared (workload_kit, model_math). Events contract as
+for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start", "ready", one "step"
+per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
 
 Counting (the host turns samples/s into TF/s = flops_per_sample * samples/s / 1e12 and GB/s =
 bytes_per_sample * samples/s / 1e9):
@@ -47,43 +47,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import math
 import os
-import platform
 import sys
 import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
-from typing import TextIO
 
 import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle import nn
 
-# Counting and host facts shared by every framework's micro.py (standard library only).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_shared"))
-from micro_common import (  # noqa: E402
-    counts,
-    cpu_name,
-    cpu_native_bf16,
-    parse_args,
-    shape_text,
-)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import model_math  # noqa: E402
+import workload_kit as kit  # noqa: E402
 
 LR = 0.01  # FAMBench's linear ubench SGD learning rate
-
-
-# --------------------------------------------------------------------------------------------
-# Counting (pure functions of the arguments)
-# --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
-# Host facts
-# --------------------------------------------------------------------------------------------
 
 
 def embeddingbag_missing() -> str:
@@ -184,124 +163,98 @@ def linear_step(
 # --------------------------------------------------------------------------------------------
 
 
+def micro_start_line(framework: str, args: argparse.Namespace, *, op: str, info: dict,
+                     amp_dtype: str | None, device: str, device_name: str,
+                     threads: object) -> str:  # fmt: skip
+    """micro.py's first log line (workload_kit.start_line's counterpart for a microbenchmark:
+    the op, the shape and the unit the host reports in)."""
+    amp = f" ({amp_dtype})" if amp_dtype else ""
+    return (
+        f"{framework} micro {args.model} ({op}), {model_math.micro_shape_text(args)}: "
+        f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, {args.precision}{amp}, "
+        f"{device} ({device_name}), {threads or 'default'} threads, {args.steps} steps, "
+        f"reported in {info['unit']}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
-    args = parse_args(argv, __doc__, threads_help="CPU math library threads")
+    args = kit.parse_micro_args(argv, __doc__, threads_help="CPU math library threads")
     if args.threads:
         paddle.base.core.set_num_threads(args.threads)
 
     if args.describe:
-        info = {**counts(args), "framework_version": paddle.__version__}
-        if args.model == "embeddingbag":
-            info["unsupported"] = embeddingbag_missing()
-        print(json.dumps(info), flush=True)
-        return 0
+        extra = {"unsupported": embeddingbag_missing()} if args.model == "embeddingbag" else {}
+        return kit.describe(
+            **model_math.micro_counts(args), framework_version=paddle.__version__, **extra
+        )
 
     on_gpu = args.device == "cuda"
     if on_gpu and not (paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0):
-        print("error: --device cuda asked for, but paddle has no usable CUDA device "
-              f"(paddle {paddle.__version__}, compiled with CUDA: "
-              f"{paddle.is_compiled_with_cuda()})", file=sys.stderr, flush=True)  # fmt: skip
-        return 2
+        return kit.no_device(
+            f"paddle has no usable CUDA device (paddle {paddle.__version__}, compiled with "
+            f"CUDA: {paddle.is_compiled_with_cuda()})"
+        )
     paddle.set_device("gpu:0" if on_gpu else "cpu")
     if on_gpu:  # honest fp32: no TF32 tensor-core math for the GEMMs
         with contextlib.suppress(Exception):
             paddle.set_flags({"FLAGS_enable_cublas_tensor_op_math": False})
+    events = kit.Events()
 
-    path = os.environ.get("DLPERF_EVENTS", "")
-    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
-
-    def emit(**event: object) -> None:
-        if events is not None:
-            events.write(json.dumps(event) + "\n")
-            events.flush()
-
-    def unsupported(reason: str) -> int:
-        # Exit 0: the run did what was asked, which is to say it cannot be done here.
-        emit(event="unsupported", reason=reason)
-        print(f"unsupported: {reason}", flush=True)
-        if events is not None:
-            events.close()
-        return 0
-
+    # An unsupported microbenchmark exits 0: the run did what was asked, which is to say it
+    # cannot be done here.
     if args.model == "embeddingbag":
-        return unsupported(embeddingbag_missing())
+        events.unsupported(embeddingbag_missing())
+        return 0
     amp_dtype = None
     if args.precision == "amp":
         amp_dtype = "float16" if on_gpu else "bfloat16"
         problem = amp_problem(amp_dtype)
         if problem:
-            return unsupported(problem)
+            events.unsupported(problem)
+            return 0
 
-    step = linear_step(args, amp_dtype, on_gpu)
+    linear = linear_step(args, amp_dtype, on_gpu)
     op = "paddle.nn.Linear"
-    info = counts(args)
-    device_name = paddle.device.cuda.get_device_name() if on_gpu else cpu_name()
-    omp = os.environ.get("OMP_NUM_THREADS", "")
-    threads = args.threads or (int(omp) if omp.isdigit() else None)
-    emit(
-        event="start",
-        framework="paddle",
-        framework_version=paddle.__version__,
-        python=platform.python_version(),
+    info = model_math.micro_counts(args)
+    device_name = paddle.device.cuda.get_device_name() if on_gpu else kit.cpu_name()
+    threads = args.threads or kit.omp_threads()
+    events.start(
+        "paddle",
+        paddle.__version__,
+        args,
         device=args.device,
         device_name=device_name,
-        model=args.model,
         impl="micro",
         op=op,
-        mode=args.mode,
-        precision=args.precision,
         amp_dtype=amp_dtype,
-        batch_size=args.batch_size,
         threads=threads,
-        shape=shape_text(args),
+        shape=model_math.micro_shape_text(args),
         tf32=False if on_gpu else None,
-        cpu_native_bf16=None if on_gpu else cpu_native_bf16(),
+        cpu_native_bf16=None if on_gpu else kit.cpu_native_bf16(),
         **info,
     )
     print(
-        f"paddle {paddle.__version__} micro {args.model} ({op}), {shape_text(args)}: "
-        f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
-        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}, {args.device} "
-        f"({device_name}), {threads or 'default'} threads, {args.steps} steps, "
-        f"reported in {info['unit']}",
+        micro_start_line(f"paddle {paddle.__version__}", args, op=op, info=info,
+                         amp_dtype=amp_dtype, device=args.device, device_name=device_name,
+                         threads=threads),
         flush=True,
-    )
-    if amp_dtype == "bfloat16" and cpu_native_bf16() is False:
-        print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
-              "auto_cast is emulated and usually much slower than fp32", flush=True)  # fmt: skip
+    )  # fmt: skip
+    kit.warn_if_bf16_emulated(amp_dtype)
 
     def sync() -> None:
         if on_gpu:
             paddle.device.synchronize()
 
+    def step() -> float | None:
+        loss = linear()
+        sync()  # wait for the device (the update included), then read the loss back
+        return float(loss) if loss is not None else None
+
     sync()
-    ready = time.monotonic()
-    emit(event="ready", time=ready)
-    print(f"ready after {ready - t_launch:.2f}s (import, build, data)", flush=True)
-
-    prev = ready
-    for i in range(1, args.steps + 1):
-        loss_t = step()
-        # Wait for the device (the update included), then read the loss back to the host.
-        sync()
-        loss = float(loss_t) if loss_t is not None else None
-        now = time.monotonic()
-        event: dict[str, object] = {"step": i, "time": now, "samples": args.batch_size}
-        if loss is not None:
-            event["loss"] = loss if math.isfinite(loss) else None
-        emit(event="step", **event)
-        shown = f" loss {loss:.4f}" if loss is not None else ""
-        print(f"step {i}/{args.steps}{shown} time {now - prev:.3f}s", flush=True)
-        prev = now
-
-    end = time.monotonic()
-    emit(event="end", time=end)
-    if args.steps:
-        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
-    if events is not None:
-        events.close()
-    return 0
+    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
+                          t_launch=t_launch, set_up="import, build, data")  # fmt: skip
+    return kit.finish(events, args, ready)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 data, dygraph (paddle.nn) style; `--xla` wraps the model in paddle.jit.to_static.
 
 Runs inside the adapter's isolated virtual env and imports only paddle, numpy (a dependency of
-paddle, used for the synthetic data) and the standard library. It follows the dlperf events
-contract: JSON lines written to the file named by $DLPERF_EVENTS ("start", "ready", one "step"
-per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
+paddle, used for the synthetic data), the standard library and the stdlib-only workload kit in
+adapters/_shared (workload_kit: command line, events, host facts, timed loop, LoadGen hand-off;
+model_math: shapes, FLOPs and parameter targets). It follows the dlperf events contract: JSON
+lines written to the file named by $DLPERF_EVENTS ("start", "ready", one "step" per iteration,
+"end", or "unsupported"); a human-readable log goes to stdout.
 
 Usage:
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
@@ -17,15 +19,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
-import platform
 import sys
 import time
 import warnings
 from collections.abc import Callable
-from typing import TextIO
+from typing import TypeVar
 
 import numpy as np
 import paddle
@@ -33,9 +33,11 @@ import paddle.nn.functional as F
 from paddle import nn
 from paddle.nn import initializer as init
 
-RESNET50_PARAMS = 25_557_032  # at 1000 classes, same as torchvision's resnet50
-BERT_BASE_PARAMS = 110_106_428  # BertForPreTraining, tied MLM decoder counted once
-UNSUPPORTED_EXIT = 4
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import model_math  # noqa: E402
+import workload_kit as kit  # noqa: E402
+
+T = TypeVar("T")
 
 # --------------------------------------------------------------------------------------------
 # ResNet50-v1.5
@@ -45,7 +47,7 @@ UNSUPPORTED_EXIT = 4
 class Bottleneck(nn.Layer):
     """1x1 reduce, 3x3 (carries the stride: the v1.5 change), 1x1 expand, plus the shortcut."""
 
-    expansion = 4
+    expansion = model_math.BOTTLENECK_EXPANSION
 
     def __init__(self, in_ch: int, width: int, stride: int, data_format: str = "NCHW") -> None:
         super().__init__()
@@ -73,9 +75,6 @@ class Bottleneck(nn.Layer):
         return self.relu(out + identity)
 
 
-STAGES = ((64, 3), (128, 4), (256, 6), (512, 3))  # (width, blocks)
-
-
 class ResNet50(nn.Layer):
     """`data_format` "NHWC" (channels last) changes only the memory layout of the activations
     (and the images it takes): a conv weight is [out, in, kh, kw] in either layout, so the
@@ -90,7 +89,7 @@ class ResNet50(nn.Layer):
         self.maxpool = nn.MaxPool2D(3, stride=2, padding=1, **fmt)
         stages = []
         in_ch = 64
-        for i, (width, blocks) in enumerate(STAGES):
+        for i, (width, blocks) in enumerate(model_math.RESNET50_STAGES):
             layers = []
             for b in range(blocks):
                 stride = 2 if (b == 0 and i > 0) else 1
@@ -122,56 +121,9 @@ class ResNet50(nn.Layer):
         return self.fc(paddle.flatten(self.avgpool(x), 1))  # [N,C,1,1] or [N,1,1,C] -> [N,C]
 
 
-def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
-    """Forward FLOPs of one sample, counting only convolutions and the final fc layer.
-
-    Same count as the PyTorch workload (which walks its model with forward hooks): a
-    multiply-add counts as 2 FLOPs, conv = 2 * Cin/groups * kh * kw * Cout * Hout * Wout,
-    linear = 2 * in * out; BN, ReLU, pooling and the residual adds are ignored. Here the layer
-    shapes are walked analytically (pure Python, no tensors): out = (in + 2p - k) // s + 1.
-    At 224x224 this is ~4.1 GMACs, i.e. ~8.2 GFLOPs.
-    """
-
-    def out_size(size: int, k: int, s: int, p: int) -> int:
-        return (size + 2 * p - k) // s + 1
-
-    def conv(cin: int, cout: int, k: int, size_out: int) -> int:
-        return 2 * cin * k * k * cout * size_out * size_out
-
-    size = out_size(image_size, 7, 2, 3)
-    total = conv(3, 64, 7, size)
-    size = out_size(size, 3, 2, 1)  # max pool
-    in_ch = 64
-    for i, (width, blocks) in enumerate(STAGES):
-        for b in range(blocks):
-            stride = 2 if (b == 0 and i > 0) else 1
-            out_ch = width * Bottleneck.expansion
-            size_out = out_size(size, 3, stride, 1)
-            total += conv(in_ch, width, 1, size)  # conv1, at the input resolution
-            total += conv(width, width, 3, size_out)  # conv2 carries the stride
-            total += conv(width, out_ch, 1, size_out)  # conv3
-            if stride != 1 or in_ch != out_ch:
-                total += conv(in_ch, out_ch, 1, out_size(size, 1, stride, 0))  # downsample
-            in_ch, size = out_ch, size_out
-    total += 2 * in_ch * num_classes  # fc after global average pooling
-    return float(total)
-
-
 # --------------------------------------------------------------------------------------------
 # BERT-base pretraining (MLM + NSP heads)
 # --------------------------------------------------------------------------------------------
-
-BERT_BASE = {
-    "vocab": 30522,
-    "hidden": 768,
-    "layers": 12,
-    "heads": 12,
-    "intermediate": 3072,
-    "max_positions": 512,
-    "type_vocab": 2,
-}
-LN_EPS = 1e-12
-DROPOUT = 0.1
 
 
 class SelfAttention(nn.Layer):
@@ -192,7 +144,9 @@ class SelfAttention(nn.Layer):
         scores = paddle.matmul(q, k, transpose_y=True) * (1.0 / math.sqrt(self.head_dim))
         if attn_mask is not None:
             scores = scores + attn_mask  # additive: 0 where attended, -1e4 at padding
-        probs = F.dropout(F.softmax(scores, axis=-1), DROPOUT, training=self.training)
+        probs = F.dropout(
+            F.softmax(scores, axis=-1), model_math.BERT_DROPOUT, training=self.training
+        )
         ctx = paddle.matmul(probs, v).transpose([0, 2, 1, 3])
         return paddle.reshape(ctx, [0, 0, self.heads * self.head_dim])
 
@@ -204,11 +158,11 @@ class EncoderLayer(nn.Layer):
         super().__init__()
         self.attention = SelfAttention(hidden, heads)
         self.attn_out = nn.Linear(hidden, hidden)
-        self.attn_norm = nn.LayerNorm(hidden, epsilon=LN_EPS)
+        self.attn_norm = nn.LayerNorm(hidden, epsilon=model_math.BERT_LN_EPS)
         self.intermediate = nn.Linear(hidden, intermediate)
         self.output = nn.Linear(intermediate, hidden)
-        self.out_norm = nn.LayerNorm(hidden, epsilon=LN_EPS)
-        self.dropout = nn.Dropout(DROPOUT)
+        self.out_norm = nn.LayerNorm(hidden, epsilon=model_math.BERT_LN_EPS)
+        self.dropout = nn.Dropout(model_math.BERT_DROPOUT)
 
     def forward(self, x: paddle.Tensor, attn_mask: paddle.Tensor | None) -> paddle.Tensor:
         x = self.attn_norm(x + self.dropout(self.attn_out(self.attention(x, attn_mask))))
@@ -223,15 +177,15 @@ class BertForPreTraining(nn.Layer):
         self.word_embeddings = nn.Embedding(cfg["vocab"], hidden)
         self.position_embeddings = nn.Embedding(cfg["max_positions"], hidden)
         self.token_type_embeddings = nn.Embedding(cfg["type_vocab"], hidden)
-        self.emb_norm = nn.LayerNorm(hidden, epsilon=LN_EPS)
-        self.emb_dropout = nn.Dropout(DROPOUT)
+        self.emb_norm = nn.LayerNorm(hidden, epsilon=model_math.BERT_LN_EPS)
+        self.emb_dropout = nn.Dropout(model_math.BERT_DROPOUT)
         self.layers = nn.LayerList(
             [EncoderLayer(hidden, cfg["heads"], cfg["intermediate"]) for _ in range(cfg["layers"])]
         )
         self.pooler = nn.Linear(hidden, hidden)
         self.nsp = nn.Linear(hidden, 2)
         self.mlm_transform = nn.Linear(hidden, hidden)
-        self.mlm_norm = nn.LayerNorm(hidden, epsilon=LN_EPS)
+        self.mlm_norm = nn.LayerNorm(hidden, epsilon=model_math.BERT_LN_EPS)
         # The MLM decoder's weight is the word-embedding matrix (tied); only its bias is new.
         self.mlm_bias = self.create_parameter(
             [cfg["vocab"]], default_initializer=init.Constant(0.0), is_bias=True
@@ -265,26 +219,6 @@ class BertForPreTraining(nn.Layer):
         return mlm_logits + self.mlm_bias, nsp_logits
 
 
-def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
-    """Forward FLOPs of one sequence of `seq_len` tokens, counting only matrix multiplications
-    (the PyTorch workload's formula, verbatim).
-
-    A multiply-add counts as 2 FLOPs. Per token, every dense layer costs 2 * in * out:
-      - each encoder layer: Q, K, V and attention-output projections (4 * H * H) plus the
-        feed-forward pair (2 * H * I);
-      - the MLM head at every position (this model computes logits everywhere, not only at
-        masked positions): transform H * H plus the tied decoder H * vocab.
-    Attention itself adds, per layer, Q @ K^T and softmax(.) @ V: 2 * S^2 * H MACs = 4 * S^2 * H
-    FLOPs. The pooler (H * H) and NSP head (H * 2) run once per sequence, on the [CLS] token.
-    Embedding lookups, LayerNorm, GELU, softmax and biases are ignored.
-    """
-    h, i, v, n = cfg["hidden"], cfg["intermediate"], cfg["vocab"], cfg["layers"]
-    macs_per_token = n * (4 * h * h + 2 * h * i) + h * h + h * v
-    attention = n * 4 * seq_len * seq_len * h
-    heads = 2 * (h * h + h * 2)
-    return float(2 * macs_per_token * seq_len + attention + heads)
-
-
 # --------------------------------------------------------------------------------------------
 # Workload
 # --------------------------------------------------------------------------------------------
@@ -304,34 +238,7 @@ def count_params(model: nn.Layer) -> int:
 def build_model(args: argparse.Namespace) -> nn.Layer:
     if args.model == "resnet50":
         return ResNet50(args.num_classes, args.data_format)
-    return BertForPreTraining(BERT_BASE)
-
-
-def training_flops_per_sample(args: argparse.Namespace) -> float:
-    """Training FLOPs per sample = 3 x forward (the backward pass costs ~2x the forward:
-    gradients with respect to both activations and weights). Only matmul/conv FLOPs count."""
-    if args.model == "resnet50":
-        return 3.0 * resnet50_forward_flops(args.num_classes, args.image_size)
-    return 3.0 * bert_forward_flops(args.seq_len)
-
-
-def cpu_name() -> str:
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
-def cpu_native_bf16() -> bool | None:
-    """Whether the CPU has bf16 matmul instructions (x86 AVX512-BF16/AMX, Arm BF16); None if
-    /proc/cpuinfo cannot tell."""
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith(("flags", "Features")):
-                flags = set(line.split(":", 1)[1].split())
-                return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
-    return None
+    return BertForPreTraining(model_math.BERT_BASE)
 
 
 def amp_problem(amp_dtype: str, level: str = "O1") -> str | None:
@@ -476,7 +383,7 @@ def make_step(
 
     else:
         s = args.seq_len
-        vocab = BERT_BASE["vocab"]
+        vocab = model_math.BERT_BASE["vocab"]
         input_ids = rng.randint(0, vocab, (b, s)).astype("int64")
         token_types = np.zeros((b, s), dtype="int64")
         token_types[:, s // 2 :] = 1
@@ -548,7 +455,7 @@ def make_predict(args: argparse.Namespace, model: nn.Layer, on_gpu: bool) -> Cal
         inputs: tuple[paddle.Tensor | None, ...] = (synthetic_images(args, rng),)
     else:
         s = args.seq_len
-        input_ids = rng.randint(0, BERT_BASE["vocab"], (b, s)).astype("int64")
+        input_ids = rng.randint(0, model_math.BERT_BASE["vocab"], (b, s)).astype("int64")
         token_types = np.zeros((b, s), dtype="int64")
         token_types[:, s // 2 :] = 1
         inputs = (paddle.to_tensor(input_ids), paddle.to_tensor(token_types), None)  # no mask
@@ -575,34 +482,34 @@ def make_predict(args: argparse.Namespace, model: nn.Layer, on_gpu: bool) -> Cal
     return predict
 
 
-def run_loadgen(
-    args: argparse.Namespace, predict: Callable[[int], float], emit: Callable[..., None]
-) -> None:
-    """Hand the warmed-up model to MLPerf LoadGen (the shared driver in adapters/_shared),
-    which writes its logs to $DLPERF_LOADGEN_DIR."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, os.pardir, "_shared"))
-    import loadgen_run
+def guard_conversion(args: argparse.Namespace, run: Callable[[], T]) -> Callable[[], T]:
+    """`run` with step 1 guarded: paddle.jit.to_static (--xla) converts the model inside the
+    first call, and a failure there is a configuration Paddle cannot run (kit.Unsupported, which
+    main() reports), not a crash to time. Later failures, or any without --xla, propagate."""
+    calls = 0
 
-    out_dir = os.environ.get("DLPERF_LOADGEN_DIR", "mlperf-logs")
-    os.makedirs(out_dir, exist_ok=True)
-    loadgen_run.run(json.loads(args.loadgen_settings), out_dir, predict, args.batch_size)
-    emit(event="loadgen", dir=out_dir)
+    def guarded() -> T:
+        nonlocal calls
+        calls += 1
+        try:
+            return run()
+        except Exception as exc:
+            if calls > 1 or not args.xla:
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise kit.Unsupported(
+                f"paddle.jit.to_static failed on {args.model}: {type(exc).__name__}: {first}"
+            ) from exc
+
+    return guarded
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--model", choices=("resnet50", "bert"), required=True)
-    p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--steps", type=int, default=1)
-    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
-    p.add_argument("--xla", action="store_true", help="wrap the model in paddle.jit.to_static")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--image-size", type=int, default=224)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--num-classes", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, help="CPU math library threads")
+    p = kit.model_parser(
+        __doc__,
+        xla_help="wrap the model in paddle.jit.to_static",
+        threads_help="CPU math library threads",
+    )
     # Best practice, each switchable (the adapter passes its defaults for the device and model);
     # left out, each is Paddle's own default (the cuDNN flags: left as Paddle set them).
     amp_help = "amp: O1 (listed ops in low precision) or O2 (low-precision weights, fp32 master)"
@@ -614,51 +521,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cudnn-exhaustive-search", **switch, help="FLAGS_cudnn_exhaustive_search")
     p.add_argument("--conv-workspace-size-limit", type=int, metavar="MB", help="cuDNN conv scratch")
     p.add_argument("--cudnn-batchnorm-spatial-persistent", **switch, help="persistent cuDNN BN")
-    p.add_argument("--mode", choices=("train", "infer"), default="train")
-    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
-    p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
-    args = p.parse_args(argv)
-    if args.batch_size < 1 or args.steps < 0:
-        p.error("--batch-size must be >= 1 and --steps >= 0")
-    if args.loadgen_settings and args.mode != "infer":
-        p.error("--loadgen-settings needs --mode infer")
-    if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
-        p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
-    return args
+    return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"])
 
 
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = parse_args(argv)
-    on_host = int(os.environ.get("DLPERF_RANKS_ON_HOST", "1"))  # simulated nodes share cores
-    if not args.threads and on_host > 1:
-        args.threads = max(1, (os.cpu_count() or 1) // on_host)
+    if not args.threads and (on_host := kit.ranks_on_host()) > 1:  # simulated nodes share cores
+        args.threads = kit.cores_per_rank(on_host)
     if args.threads:
         paddle.base.core.set_num_threads(args.threads)
 
     if args.describe:
         paddle.set_device("cpu")
         model = build_model(args)  # real (small) allocations: Paddle has no meta device
-        info = {
-            "params": count_params(model),
-            "flops_per_sample": training_flops_per_sample(args),
-            "framework_version": paddle.__version__,
-        }
-        print(json.dumps(info), flush=True)
-        return 0
+        # The training count whatever --mode says, as every framework's --describe reports it.
+        return kit.describe(
+            params=count_params(model),
+            flops_per_sample=3.0 * model_math.forward_flops(args),
+            framework_version=paddle.__version__,
+        )
 
     on_gpu = args.device == "cuda"
     if on_gpu and not (paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0):
-        print("error: --device cuda asked for, but paddle has no usable CUDA device "
-              f"(paddle {paddle.__version__}, compiled with CUDA: "
-              f"{paddle.is_compiled_with_cuda()})", file=sys.stderr, flush=True)  # fmt: skip
-        return 2
+        return kit.no_device(
+            f"paddle has no usable CUDA device (paddle {paddle.__version__}, compiled with "
+            f"CUDA: {paddle.is_compiled_with_cuda()})"
+        )
     # Data parallel when paddle.distributed.launch started several workers.
     world = int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
     rank = int(os.environ.get("PADDLE_TRAINER_ID", "0"))
     if world > 1 and args.xla and args.mode == "train":
         print("unsupported: --xla (paddle.jit.to_static) with several workers", flush=True)
-        return UNSUPPORTED_EXIT
+        return kit.UNSUPPORTED_EXIT
     paddle.set_device(("gpu" if world > 1 else "gpu:0") if on_gpu else "cpu")
     if world > 1:
         import paddle.distributed as dist
@@ -669,28 +564,14 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(Exception):
             paddle.set_flags({"FLAGS_enable_cublas_tensor_op_math": False})
     apply_cudnn_flags(args, on_gpu)
-
-    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
-    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
-
-    def emit(**event: object) -> None:
-        if events is not None:
-            events.write(json.dumps(event) + "\n")
-            events.flush()
-
-    def unsupported(reason: str) -> int:
-        emit(event="unsupported", reason=reason)
-        print(f"unsupported: {reason}", flush=True)
-        if events is not None:
-            events.close()
-        return UNSUPPORTED_EXIT
+    events = kit.Events(rank)
 
     amp_dtype = None
     if args.precision == "amp":
         amp_dtype = "float16" if on_gpu else "bfloat16"
         problem = amp_problem(amp_dtype, args.amp_level)
         if problem:
-            return unsupported(problem)
+            return events.unsupported(problem)
         APPLIED["amp_level"] = (
             f"O2 ({amp_dtype} weights, fp32 master weights)" if args.amp_level == "O2" else "O1"
         )
@@ -715,101 +596,73 @@ def main(argv: list[str] | None = None) -> int:
         model = paddle.DataParallel(model)
         args.seed += rank  # each worker its own synthetic batch
     params = count_params(model)
-    flops = training_flops_per_sample(args)
-    if args.mode == "infer":
-        flops /= 3.0  # the forward alone: the training count is 3 x forward
-    device_name = paddle.device.cuda.get_device_name() if on_gpu else cpu_name()
-    native_bf16 = None if on_gpu else cpu_native_bf16()
-    threads = args.threads or (int(os.environ["OMP_NUM_THREADS"]) if os.environ.get(
-        "OMP_NUM_THREADS", "").isdigit() else None)  # fmt: skip
-
-    if args.mode == "infer":
-        predict = make_predict(args, model, on_gpu)
-    else:
-        step, _optimizer, _run_model = make_step(args, model, on_gpu)
-
-    emit(
-        event="start",
-        framework="paddle",
-        framework_version=paddle.__version__,
-        python=platform.python_version(),
-        device=args.device,
-        device_name=device_name,
-        model=args.model,
-        params=params,
-        flops_per_sample=flops,
-        precision=args.precision,
-        amp_dtype=amp_dtype,
-        xla=args.xla,
-        mode=args.mode,
-        batch_size=args.batch_size,
-        rank=rank,
-        world_size=world,
-        threads=threads,
-        tf32=False if on_gpu else None,
-        cpu_native_bf16=native_bf16,
-        practice=APPLIED,
-    )
-    shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
-    print(
-        f"paddle {paddle.__version__} {args.model}: {params:,} params, "
-        f"{flops / 1e9:.2f} GFLOPs/sample ({args.mode}), batch {args.batch_size}, {shape}, "
-        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
-        f"{', paddle.jit.to_static' if args.xla else ''}, {args.device} ({device_name}), "
-        f"{threads or 'default'} threads, {args.steps} steps",
-        flush=True,
-    )
-    print("best practice: " + (", ".join(f"{k} {v}" for k, v in sorted(APPLIED.items()))
-                               or "(none)"), flush=True)  # fmt: skip
+    flops = model_math.flops_per_sample(args)
+    device_name = paddle.device.cuda.get_device_name() if on_gpu else kit.cpu_name()
+    threads = args.threads or kit.omp_threads()
 
     def sync() -> None:
         if on_gpu:
             paddle.device.synchronize()
 
+    if args.mode == "infer":
+        predict = make_predict(args, model, on_gpu)
+        forward = guard_conversion(args, lambda: predict(args.batch_size))
+
+        def step() -> float | None:
+            forward()  # predict() returns once the device is done; no loss
+            return None
+
+    else:
+        predict = None
+        train = guard_conversion(args, make_step(args, model, on_gpu)[0])
+
+        def step() -> float | None:
+            loss = train()
+            # float() copies the loss back to the host, so the step has truly finished (on GPU
+            # the dygraph engine is asynchronous) before the harness takes the timestamp.
+            sync()
+            return float(loss)
+
+    events.start(
+        "paddle",
+        paddle.__version__,
+        args,
+        device=args.device,
+        device_name=device_name,
+        params=params,
+        flops_per_sample=flops,
+        amp_dtype=amp_dtype,
+        rank=rank,
+        world_size=world,
+        threads=threads,
+        tf32=False if on_gpu else None,
+        cpu_native_bf16=None if on_gpu else kit.cpu_native_bf16(),
+        practice=APPLIED,
+    )
+    print(
+        kit.start_line(
+            f"paddle {paddle.__version__}",
+            args,
+            params=params,
+            flops=flops,
+            shape=model_math.shape_text(args),
+            device=args.device,
+            device_name=device_name,
+            amp_dtype=amp_dtype,
+            compiler="paddle.jit.to_static",
+            threads=threads,
+        ),
+        flush=True,
+    )
+    print(kit.practice_text(APPLIED), flush=True)
+
     sync()
-    ready = time.monotonic()
-    emit(event="ready", time=ready)
-    print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
-
-    prev = ready
-    for i in range(1, args.steps + 1):
-        try:
-            if args.mode == "infer":  # predict() returns once the device is done; no loss
-                predict(args.batch_size)
-            else:
-                loss_t = step()
-        except Exception as exc:
-            if i == 1 and args.xla:  # the graph conversion itself failed: not a crash to time
-                return unsupported(
-                    f"paddle.jit.to_static failed on {args.model}: {type(exc).__name__}: "
-                    f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-                )
-            raise
-        if args.mode == "infer":
-            now = time.monotonic()
-            emit(event="step", step=i, time=now, samples=args.batch_size)
-            print(f"step {i}/{args.steps} time {now - prev:.3f}s", flush=True)
-            prev = now
-            continue
-        sync()
-        # float() copies the loss back to the host, so the step has truly finished (on GPU the
-        # dygraph engine is asynchronous) before the timestamp is taken.
-        loss = float(loss_t)
-        now = time.monotonic()
-        emit(event="step", step=i, time=now, samples=args.batch_size,
-             loss=loss if math.isfinite(loss) else None)  # fmt: skip
-        print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
-        prev = now
-
-    if args.loadgen_settings and rank == 0:  # the warm-up is done; one LoadGen run per job
-        run_loadgen(args, predict, emit)
-    end = time.monotonic()
-    emit(event="end", time=end)
-    if args.steps:
-        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
-    if events is not None:
-        events.close()
-    return 0
+    try:
+        ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
+                              t_launch=t_launch)  # fmt: skip
+    except kit.Unsupported as exc:
+        return events.unsupported(str(exc))
+    return kit.finish(events, args, ready, predict, rank)
 
 
 if __name__ == "__main__":
