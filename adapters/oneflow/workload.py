@@ -1,9 +1,11 @@
 """OneFlow workload for dlperf: ResNet50-v1.5 or BERT-base, training or inference, synthetic data.
 
 Runs inside the adapter's isolated virtual env and imports only oneflow, numpy (a oneflow
-dependency, used to make the synthetic batch) and the standard library. It follows the dlperf
-events contract: JSON lines written to the file named by $DLPERF_EVENTS ("start", "ready", one
-"step" per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
+dependency, used to make the synthetic batch), the standard library and the shared harness
+(adapters/_shared: workload_kit for the command line, events, timed loop and LoadGen hand-off,
+model_math for the shapes and FLOPs). It follows the dlperf events contract: JSON lines written
+to the file named by $DLPERF_EVENTS ("start", "ready", one "step" per iteration, "end", or
+"unsupported"); a human-readable log goes to stdout.
 
 OneFlow's eager engine is asynchronous (ops are queued to a virtual machine): each step's
 timestamp is taken only after the loss has been read back to a Python float.
@@ -33,17 +35,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
-import platform
 import re
 import sys
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 # OneFlow counts nodes by the distinct IP addresses its ranks reach the master from, and places
 # rank r on device r % (world / nodes). Simulated nodes on one host all come from 127.0.0.1: one
@@ -54,21 +54,20 @@ from typing import Any, TextIO
 if os.environ.get("DLPERF_ONEFLOW_SINGLE_HOST") == "1" and "RANK" in os.environ:
     os.environ["LOCAL_RANK"] = os.environ["RANK"]
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import model_math  # noqa: E402
+import workload_kit as kit  # noqa: E402
+
+kit.pin_omp_threads(sys.argv[1:])  # --threads as OMP_NUM_THREADS, which OneFlow reads at import
+
 import numpy as np  # noqa: E402
 import oneflow as flow  # noqa: E402
 import oneflow.nn.functional as F  # noqa: E402
 from oneflow import nn  # noqa: E402
 
-RESNET50_PARAMS = 25_557_032  # at 1000 classes, same as torchvision's resnet50
-BERT_BASE_PARAMS = 110_106_428  # BertForPreTraining, tied MLM decoder counted once
-UNSUPPORTED_EXIT = 4
-
 # --------------------------------------------------------------------------------------------
 # ResNet50-v1.5
 # --------------------------------------------------------------------------------------------
-
-STAGES = ((64, 3), (128, 4), (256, 6), (512, 3))  # (width, blocks)
-EXPANSION = 4
 
 
 class Bottleneck(nn.Module):
@@ -88,7 +87,7 @@ class Bottleneck(nn.Module):
         fuse_bn_add_relu: bool = False,
     ) -> None:
         super().__init__()
-        out_ch = width * EXPANSION
+        out_ch = width * model_math.BOTTLENECK_EXPANSION
         self.fuse_bn_relu = fuse_bn_relu
         self.fuse_bn_add_relu = fuse_bn_add_relu
         norm = nn.FusedBatchNorm2d if fuse_bn_relu else nn.BatchNorm2d
@@ -141,12 +140,12 @@ class ResNet50(nn.Module):
         self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
         stages = []
         in_ch = 64
-        for i, (width, blocks) in enumerate(STAGES):
+        for i, (width, blocks) in enumerate(model_math.RESNET50_STAGES):
             layers = []
             for b in range(blocks):
                 stride = 2 if (b == 0 and i > 0) else 1
                 layers.append(Bottleneck(in_ch, width, stride, fuse_bn_relu, fuse_bn_add_relu))
-                in_ch = width * EXPANSION
+                in_ch = width * model_math.BOTTLENECK_EXPANSION
             stages.append(nn.Sequential(*layers))
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
         self.avgpool = nn.AdaptiveAvgPool2d(1)  # NCHW only; NHWC averages over axes 1, 2
@@ -173,55 +172,9 @@ class ResNet50(nn.Module):
         return self.fc(pooled)
 
 
-def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
-    return (size + 2 * padding - kernel) // stride + 1
-
-
-def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
-    """Forward FLOPs of one sample, counting only convolutions and the final fc layer.
-
-    The same count as the PyTorch workload (which walks the model with forward hooks), done here
-    by walking the identical architecture analytically: a multiply-add counts as 2 FLOPs,
-    conv = 2 * Cin * kh * kw * Cout * Hout * Wout, linear = 2 * in * out. BN, ReLU, pooling and
-    the residual adds are ignored. At 224x224 this is ~8.2 GFLOPs.
-    """
-    total = 0
-    size = _conv_out(image_size, 7, 2, 3)
-    total += 2 * 3 * 7 * 7 * 64 * size * size
-    size = _conv_out(size, 3, 2, 1)  # max pool
-    in_ch = 64
-    for i, (width, blocks) in enumerate(STAGES):
-        out_ch = width * EXPANSION
-        for b in range(blocks):
-            stride = 2 if (b == 0 and i > 0) else 1
-            out_size = _conv_out(size, 3, stride, 1)
-            total += 2 * in_ch * width * size * size  # conv1 1x1, stride 1
-            total += 2 * width * 9 * width * out_size * out_size  # conv2 3x3, strided
-            total += 2 * width * out_ch * out_size * out_size  # conv3 1x1
-            if stride != 1 or in_ch != out_ch:
-                ds_size = _conv_out(size, 1, stride, 0)
-                total += 2 * in_ch * out_ch * ds_size * ds_size
-            size = out_size
-            in_ch = out_ch
-    total += 2 * in_ch * num_classes
-    return float(total)
-
-
 # --------------------------------------------------------------------------------------------
 # BERT-base pretraining (MLM + NSP heads)
 # --------------------------------------------------------------------------------------------
-
-BERT_BASE = {
-    "vocab": 30522,
-    "hidden": 768,
-    "layers": 12,
-    "heads": 12,
-    "intermediate": 3072,
-    "max_positions": 512,
-    "type_vocab": 2,
-}
-LN_EPS = 1e-12
-DROPOUT = 0.1
 
 
 @dataclass(frozen=True)
@@ -293,10 +246,10 @@ class EncoderLayer(nn.Module):
         self.dropout_p = dropout
         self.attention = SelfAttention(hidden, heads, fusions, dropout)
         self.attn_out = nn.Linear(hidden, hidden)
-        self.attn_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        self.attn_norm = nn.LayerNorm(hidden, eps=model_math.BERT_LN_EPS)
         self.intermediate = nn.Linear(hidden, intermediate)
         self.output = nn.Linear(intermediate, hidden)
-        self.out_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        self.out_norm = nn.LayerNorm(hidden, eps=model_math.BERT_LN_EPS)
         self.dropout = nn.Dropout(dropout)
 
     def linear_dropout(self, x: flow.Tensor, linear: nn.Linear) -> flow.Tensor:
@@ -319,7 +272,10 @@ class EncoderLayer(nn.Module):
 
 class BertForPreTraining(nn.Module):
     def __init__(
-        self, cfg: dict[str, int], fusions: BertFusions = BertFusions(), dropout: float = DROPOUT
+        self,
+        cfg: dict[str, int],
+        fusions: BertFusions = BertFusions(),
+        dropout: float = model_math.BERT_DROPOUT,
     ) -> None:
         super().__init__()
         hidden = cfg["hidden"]
@@ -327,7 +283,7 @@ class BertForPreTraining(nn.Module):
         self.word_embeddings = nn.Embedding(cfg["vocab"], hidden)
         self.position_embeddings = nn.Embedding(cfg["max_positions"], hidden)
         self.token_type_embeddings = nn.Embedding(cfg["type_vocab"], hidden)
-        self.emb_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        self.emb_norm = nn.LayerNorm(hidden, eps=model_math.BERT_LN_EPS)
         self.emb_dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
             [
@@ -338,7 +294,7 @@ class BertForPreTraining(nn.Module):
         self.pooler = nn.Linear(hidden, hidden)
         self.nsp = nn.Linear(hidden, 2)
         self.mlm_transform = nn.Linear(hidden, hidden)
-        self.mlm_norm = nn.LayerNorm(hidden, eps=LN_EPS)
+        self.mlm_norm = nn.LayerNorm(hidden, eps=model_math.BERT_LN_EPS)
         # The MLM decoder's weight is the word-embedding matrix (tied); only its bias is new.
         self.mlm_bias = nn.Parameter(flow.zeros(cfg["vocab"]))
 
@@ -368,21 +324,6 @@ class BertForPreTraining(nn.Module):
         b, s, hidden = h.shape
         mlm_logits = flow.matmul(h.reshape(b * s, hidden), self.word_embeddings.weight.t())
         return mlm_logits + self.mlm_bias, nsp_logits  # [B*S, vocab], [B, 2]
-
-
-def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
-    """Forward FLOPs of one sequence of `seq_len` tokens, counting only matrix multiplications:
-    the same formula as the PyTorch workload (see its docstring).
-
-    Per token: each encoder layer's Q, K, V, output projections (4 H^2) and feed-forward pair
-    (2 H I); the MLM transform (H^2) and tied decoder (H V) at every position. Attention adds
-    4 S^2 H FLOPs per layer. Pooler and NSP head run once per sequence.
-    """
-    h, i, v, n = cfg["hidden"], cfg["intermediate"], cfg["vocab"], cfg["layers"]
-    macs_per_token = n * (4 * h * h + 2 * h * i) + h * h + h * v
-    attention = n * 4 * seq_len * seq_len * h
-    heads = 2 * (h * h + h * 2)
-    return float(2 * macs_per_token * seq_len + attention + heads)
 
 
 # --------------------------------------------------------------------------------------------
@@ -418,7 +359,7 @@ def build_model(args: argparse.Namespace) -> nn.Module:
             bias_dropout=bool(args.bias_dropout_fusion),
             scale_mask_softmax=bool(args.scale_mask_softmax_fusion),
         )
-        return BertForPreTraining(BERT_BASE, fusions, args.dropout)
+        return BertForPreTraining(model_math.BERT_BASE, fusions, args.dropout)
 
     def resnet(channels_last: bool) -> ResNet50:
         set_nhwc(channels_last)
@@ -437,36 +378,6 @@ def build_model(args: argparse.Namespace) -> nn.Module:
                 value = value.permute(0, 2, 3, 1).contiguous()
             tensor.copy_(value)
     return nhwc
-
-
-def forward_flops_per_sample(args: argparse.Namespace) -> float:
-    """One forward (inference): matmul/conv FLOPs only."""
-    if args.model == "resnet50":
-        return resnet50_forward_flops(args.num_classes, args.image_size)
-    return bert_forward_flops(args.seq_len)
-
-
-def training_flops_per_sample(args: argparse.Namespace) -> float:
-    """Training FLOPs per sample = 3 x forward (the backward pass costs ~2x the forward)."""
-    return 3.0 * forward_flops_per_sample(args)
-
-
-def cpu_name() -> str:
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
-def cpu_native_bf16() -> bool | None:
-    """Whether the CPU has bf16 matmul instructions; None if /proc/cpuinfo cannot tell."""
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith(("flags", "Features")):
-                flags = set(line.split(":", 1)[1].split())
-                return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
-    return None
 
 
 def amp_problem(device: str) -> str | None:
@@ -724,7 +635,7 @@ def model_inputs(
             images_np = np.ascontiguousarray(images_np.transpose(0, 2, 3, 1))
         return (flow.tensor(images_np.astype(np.float32), device=device),)
     s = args.seq_len
-    input_ids_np = rng.randint(0, BERT_BASE["vocab"], (b, s))
+    input_ids_np = rng.randint(0, model_math.BERT_BASE["vocab"], (b, s))
     token_types_np = np.zeros((b, s), dtype=np.int64)
     token_types_np[:, s // 2 :] = 1
     attention_mask_np = np.ones((b, s), dtype=np.int64)
@@ -765,7 +676,7 @@ def make_step(
 
     else:
         s = args.seq_len
-        vocab = BERT_BASE["vocab"]
+        vocab = model_math.BERT_BASE["vocab"]
         input_ids, token_types, position_ids, attn_mask = model_inputs(args, device, rng)
         # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
         masked = rng.random_sample((b, s)) < 0.15
@@ -920,20 +831,6 @@ def make_predict(
     return predict, check
 
 
-def run_loadgen(
-    args: argparse.Namespace, predict: Callable[[int], float], emit: Callable[..., None]
-) -> None:
-    """Hand the warmed-up model to MLPerf LoadGen (the shared driver in adapters/_shared),
-    which writes its logs to $DLPERF_LOADGEN_DIR."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
-    import loadgen_run
-
-    out_dir = os.environ.get("DLPERF_LOADGEN_DIR", "mlperf-logs")
-    os.makedirs(out_dir, exist_ok=True)
-    loadgen_run.run(json.loads(args.loadgen_settings), out_dir, predict, args.batch_size)
-    emit(event="loadgen", dir=out_dir)
-
-
 def first_weight(model: nn.Module) -> flow.Tensor:
     return next(iter(model.parameters()))
 
@@ -976,22 +873,15 @@ def graph_problem(args: argparse.Namespace, device: flow.device) -> str | None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--model", choices=("resnet50", "bert"), required=True)
-    p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--steps", type=int, default=1)
-    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
-    p.add_argument("--xla", action="store_true", help="train through oneflow.nn.Graph")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--image-size", type=int, default=224)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--num-classes", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, help="CPU threads (set by the adapter via OMP env)")
+    p = kit.model_parser(
+        __doc__,
+        xla_help="train through oneflow.nn.Graph",
+        threads_help="CPU threads (set by the adapter via OMP env)",
+    )
     p.add_argument(
         "--dropout",
         type=float,
-        default=DROPOUT,
+        default=model_math.BERT_DROPOUT,
         help="BERT dropout probability (0 makes fused and unfused kernels comparable)",
     )
     # Best practice, each switchable (the adapter passes its defaults for the device and model;
@@ -1014,39 +904,40 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--fuse-add-to-output", **flag, help="nn.Graph: allow_fuse_add_to_output")
     p.add_argument("--fuse-model-update-ops", **flag, help="nn.Graph: allow_fuse_model_update_ops")
     p.add_argument("--fuse-cast-scale", **flag, help="nn.Graph: allow_fuse_cast_scale")
-    p.add_argument("--mode", choices=("train", "infer"), default="train")
-    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
-    p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
-    args = p.parse_args(argv)
-    if args.batch_size < 1 or args.steps < 0:
-        p.error("--batch-size must be >= 1 and --steps >= 0")
-    if args.loadgen_settings and args.mode != "infer":
-        p.error("--loadgen-settings needs --mode infer")
-    if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
-        p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
-    if not 0.0 <= args.dropout < 1.0:
-        p.error("--dropout must be in [0, 1)")
-    return args
+
+    def dropout_problem(args: argparse.Namespace) -> str | None:
+        return None if 0.0 <= args.dropout < 1.0 else "--dropout must be in [0, 1)"
+
+    return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"], dropout_problem)
+
+
+def device_name(device: flow.device) -> str:
+    """The GPU's name as OneFlow reports it, or the CPU's."""
+    name = kit.cpu_name()
+    if device.type == "cuda":
+        with contextlib.suppress(Exception):
+            name = flow.cuda.get_device_name(device.index or 0)
+    return name
+
+
+def sync(device: flow.device) -> None:
+    if device.type == "cuda":
+        flow.cuda.synchronize()
 
 
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = parse_args(argv)
 
-    if args.describe:
-        model = build_model(args)
-        info = {
-            "params": count_params(model),
-            "flops_per_sample": training_flops_per_sample(args),
-            "framework_version": flow.__version__,
-        }
-        print(json.dumps(info), flush=True)
-        return 0
+    if args.describe:  # the training FLOPs, whatever --mode says (the host asks in train mode)
+        return kit.describe(
+            params=count_params(build_model(args)),
+            flops_per_sample=3.0 * model_math.forward_flops(args),
+            framework_version=flow.__version__,
+        )
 
     if args.device == "cuda" and not flow.cuda.is_available():
-        print(f"error: --device cuda asked for, but oneflow.cuda.is_available() is False "
-              f"(oneflow {flow.__version__})", file=sys.stderr, flush=True)  # fmt: skip
-        return 2
+        return kit.no_device(f"oneflow.cuda.is_available() is False (oneflow {flow.__version__})")
     # Data parallel when oneflow.distributed.launch started several ranks: one process per
     # device, gradients all-reduced every step, batch = per device.
     rank, world = flow.env.get_rank(), flow.env.get_world_size()
@@ -1061,57 +952,54 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)  # fmt: skip
             return 2
         if args.device == "cpu" and not args.threads:  # ranks on one host share its cores
-            on_host = int(os.environ.get("DLPERF_RANKS_ON_HOST", world // nodes))
-            split_threads = max(1, (os.cpu_count() or 1) // on_host)
+            split_threads = kit.cores_per_rank(kit.ranks_on_host(world // nodes))
             # Overrides the launcher's OMP_NUM_THREADS=1; must precede every eager op.
             flow.set_num_threads(split_threads)
     device = flow.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
 
     # One events file per rank: the runner gives a path with "{rank}" in it for multi-rank jobs.
-    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
-    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+    events = kit.Events(rank)
+    try:
+        return run(args, device, events, rank, world, args.threads or split_threads, t_launch)
+    except kit.Unsupported as exc:
+        return events.unsupported(str(exc))
 
-    def emit(**event: object) -> None:
-        if events is not None:
-            events.write(json.dumps(event) + "\n")
-            events.flush()
 
-    def unsupported(reason: str) -> int:
-        emit(event="unsupported", reason=reason)
-        print(f"unsupported: {reason}", flush=True)
-        if events is not None:
-            events.close()
-        return UNSUPPORTED_EXIT
-
+def run(
+    args: argparse.Namespace, device: flow.device, events: kit.Events, rank: int, world: int,
+    threads: int | None, t_launch: float,
+) -> int:  # fmt: skip
+    """Check what this OneFlow can run (kit.Unsupported with the reason where it cannot), apply
+    the best practice, build the model, then the timed steps and LoadGen."""
     infer = args.mode == "infer"
     amp_dtype = None
     if args.precision == "amp":
         amp_dtype = "float16" if device.type == "cuda" else "bfloat16"
         if args.xla and device.type == "cpu":
-            return unsupported(
+            raise kit.Unsupported(
                 "oneflow.nn.Graph AMP (config.enable_amp) targets CUDA fp16 only; no bf16 graph "
                 "AMP on CPU"
             )
         problem = amp_problem(device.type)
         if problem:
-            return unsupported(problem)
+            raise kit.Unsupported(problem)
     if args.xla and world > 1 and infer:
         # Seen on 2 CPU ranks: rank 1's graph gave other logits than its eager forward (max abs
         # difference 0.4), rank 0's never returned, and the exit aborted (thread.cpp:71).
-        return unsupported(
+        raise kit.Unsupported(
             "oneflow 0.9 nn.Graph in a multi-rank job is one plan over all ranks, not a graph "
             "per rank: with local tensors it returns wrong logits or hangs; per-rank inference "
             "graphs would need global tensors placed on each rank alone"
         )
     if args.xla and world > 1:
-        return unsupported(
+        raise kit.Unsupported(
             "data-parallel oneflow.nn.Graph needs global tensors (to_global); this workload's "
             "data parallelism is eager DistributedDataParallel only"
         )
     if args.xla and not infer:  # inference checks its graph's logits against eager below
         problem = graph_problem(args, device)
         if problem:
-            return unsupported(problem)
+            raise kit.Unsupported(problem)
 
     resolve_practice(args, device)
     flow.manual_seed(args.seed)  # the same initial weights on every rank
@@ -1123,52 +1011,34 @@ def main(argv: list[str] | None = None) -> int:
         model = nn.parallel.DistributedDataParallel(model)
         args.seed += rank  # each rank its own synthetic batch
     params = count_params(model)
-    flops = forward_flops_per_sample(args) if infer else training_flops_per_sample(args)
-    device_name = cpu_name()
-    if device.type == "cuda":
-        with contextlib.suppress(Exception):
-            device_name = flow.cuda.get_device_name(device.index or 0)
-    native_bf16 = cpu_native_bf16() if device.type == "cpu" else None
-    omp = os.environ.get("OMP_NUM_THREADS", "")
-    threads = args.threads or split_threads or (int(omp) if omp.isdigit() else None)
+    flops = model_math.flops_per_sample(args)
+    name = device_name(device)
+    threads = threads or kit.omp_threads()
 
-    emit(
-        event="start",
-        framework="oneflow",
-        framework_version=flow.__version__,
-        python=platform.python_version(),
+    events.start(
+        "oneflow",
+        flow.__version__,
+        args,
         device=device.type,
-        device_name=device_name,
-        model=args.model,
+        device_name=name,
         params=params,
         flops_per_sample=flops,
-        precision=args.precision,
         amp_dtype=amp_dtype,
-        xla=args.xla,
-        mode=args.mode,
-        batch_size=args.batch_size,
         threads=threads,
         tf32=False if device.type == "cuda" else None,
-        cpu_native_bf16=native_bf16,
+        cpu_native_bf16=kit.cpu_native_bf16() if device.type == "cpu" else None,
         rank=rank,
         world_size=world,
         practice=APPLIED,
     )
-    shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
-    print(
-        f"oneflow {flow.__version__} {args.model}: {params:,} params, "
-        f"{flops / 1e9:.2f} GFLOPs/sample ({args.mode}), batch {args.batch_size}, {shape}, "
-        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
-        f"{', nn.Graph' if args.xla else ', eager'}, {device.type} ({device_name}), "
-        f"{threads or 'default'} threads, {args.steps} steps",
-        flush=True,
-    )
-    print("best practice: " + ", ".join(f"{k} {v}" for k, v in sorted(APPLIED.items())),
-          flush=True)  # fmt: skip
-    if amp_dtype == "bfloat16" and native_bf16 is False:
-        print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
-              "autocast is emulated and usually much slower than fp32", flush=True)  # fmt: skip
+    shape = model_math.shape_text(args)
+    print(kit.start_line(f"oneflow {flow.__version__}", args, params=params, flops=flops,
+                         shape=shape, device=device.type, device_name=name, amp_dtype=amp_dtype,
+                         compiler="nn.Graph", threads=threads), flush=True)  # fmt: skip
+    print(kit.practice_text(APPLIED), flush=True)
+    kit.warn_if_bf16_emulated(amp_dtype)
 
+    predict = None
     if infer:
         predict, check = make_predict(args, model, device)
         if args.xla:  # compiles the graph (before "ready", as the training's warm-up would)
@@ -1179,57 +1049,41 @@ def main(argv: list[str] | None = None) -> int:
                 problem = f"oneflow.nn.Graph inference fails on {args.model}: "
                 problem = f"{problem}{type(exc).__name__}: {first}"[:500]
             if problem:
-                return unsupported(problem)
+                raise kit.Unsupported(problem)
             print("nn.Graph forward compiled; its logits match the eager forward's", flush=True)
-    else:
-        step, _optimizer = make_step(args, model, device)
 
-    def sync() -> None:
-        if device.type == "cuda":
-            flow.cuda.synchronize()
-
-    sync()
-    ready = time.monotonic()
-    emit(event="ready", time=ready)
-    print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
-
-    prev = ready
-    for i in range(1, args.steps + 1):
-        if infer:  # predict() reads a logit back: the batch is done; no loss
+        def step() -> None:  # predict() reads a logit back: the batch is done; no loss
             predict(args.batch_size)
-            now = time.monotonic()
-            emit(event="step", step=i, time=now, samples=args.batch_size)
-            print(f"step {i}/{args.steps} time {now - prev:.3f}s", flush=True)
-            prev = now
-            continue
-        try:
-            loss_t = step()
-        except Exception as exc:
-            if i == 1 and args.xla:  # the graph compilation itself failed: not a crash to time
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                return unsupported(
-                    f"oneflow.nn.Graph failed on {args.model}: {type(exc).__name__}: {first}"[:500]
-                )
-            raise
-        # .item() copies the loss back to the host: OneFlow's engine is asynchronous, so only
-        # then has the step truly finished and the timestamp can be taken.
-        loss = float(loss_t.item())
-        sync()
-        now = time.monotonic()
-        emit(event="step", step=i, time=now, samples=args.batch_size,
-             loss=loss if math.isfinite(loss) else None)  # fmt: skip
-        print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
-        prev = now
 
-    if args.loadgen_settings and rank == 0:  # the warm-up is done; one LoadGen run per job
-        run_loadgen(args, predict, emit)
-    end = time.monotonic()
-    emit(event="end", time=end)
-    if args.steps:
-        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
-    if events is not None:
-        events.close()
-    return 0
+    else:
+        train_step, _optimizer = make_step(args, model, device)
+        steps_run = 0
+
+        def step() -> float:
+            nonlocal steps_run
+            steps_run += 1
+            try:
+                loss_t = train_step()
+            except Exception as exc:
+                if steps_run == 1 and args.xla:  # the graph compilation failed: not a crash
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                    raise kit.Unsupported(
+                        f"oneflow.nn.Graph failed on {args.model}: {type(exc).__name__}: {first}"[
+                            :500
+                        ]
+                    ) from exc
+                raise
+            # .item() copies the loss back to the host: OneFlow's engine is asynchronous, so
+            # only then has the step truly finished and the timestamp can be taken.
+            loss = float(loss_t.item())
+            sync(device)
+            return loss
+
+    sync(device)
+    ready = kit.run_steps(
+        events, steps=args.steps, samples=args.batch_size, step=step, t_launch=t_launch
+    )
+    return kit.finish(events, args, ready, predict, rank)
 
 
 if __name__ == "__main__":
