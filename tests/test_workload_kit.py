@@ -67,9 +67,20 @@ def test_each_script_reaches_the_kit_by_one_line_and_repeats_none_of_it(path: Pa
     assert not assigned & KIT_CONSTANTS, (
         f"{path.name} repeats model_math: {assigned & KIT_CONSTANTS}"
     )
-    # The events file is the kit's: no script opens it or names its variable itself.
-    assert "DLPERF_EVENTS" not in text and "DLPERF_LOADGEN_DIR" not in text
-    assert "import loadgen_run" not in text and "micro_common" not in text
+    # The events file and the LoadGen hand-off are the kit's: no script names their variables
+    # in code (docstrings may describe the contract) or imports the retired helpers.
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef)
+        and n.body and isinstance(n.body[0], ast.Expr)
+    }  # fmt: skip
+    strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+               and isinstance(n.value, str) and id(n) not in docstrings]  # fmt: skip
+    assert not [t for t in strings if "DLPERF_EVENTS" in t or "DLPERF_LOADGEN_DIR" in t]
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"loadgen_run", "micro_common"}
 
 
 def test_events_go_to_the_rank_file_and_steps_are_stamped_after_the_step(
