@@ -175,7 +175,8 @@ def no_device(message: str) -> int:
 
 
 def describe(**info: object) -> int:
-    """--describe: one JSON line (params, FLOPs, framework version), no run."""
+    """--describe: one JSON line (params, FLOPs per sample in the asked --mode, framework
+    version), no run."""
     print(json.dumps(info), flush=True)
     return 0
 
@@ -250,6 +251,18 @@ def start_line(framework: str, args: argparse.Namespace, *, params: int, flops: 
         f"{framework} {args.model}: {params:,} params, {flops / 1e9:.2f} GFLOPs/sample "
         f"({args.mode}), batch {args.batch_size}, {shape}, {args.precision}{amp}{compiled}, "
         f"{device} ({device_name}), {threads or 'default'} threads, {args.steps} steps"
+    )
+
+
+def micro_start_line(framework: str, args: argparse.Namespace, *, op: str, info: dict,
+                     shape: str, amp_dtype: str | None, device: str, device_name: str,
+                     threads: object) -> str:  # fmt: skip
+    """micro.py's first log line: the operator, its shape and what the result is reported in."""
+    amp = f" ({amp_dtype})" if amp_dtype else ""
+    return (
+        f"{framework} micro {args.model} ({op}), {shape}: {info['params']:,} params, "
+        f"{args.mode}, batch {args.batch_size}, {args.precision}{amp}, {device} ({device_name}), "
+        f"{threads or 'default'} threads, {args.steps} steps, reported in {info['unit']}"
     )
 
 

@@ -205,14 +205,10 @@ def run(args: argparse.Namespace, device: flow.device, events: kit.Events, t_lau
         cpu_native_bf16=kit.cpu_native_bf16() if device.type == "cpu" else None,
         **info,
     )
-    print(
-        f"oneflow {flow.__version__} micro {args.model} ({op}), {shape}: "
-        f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
-        f"{args.precision}{f' ({amp_name})' if amp_name else ''}, {device.type} "
-        f"({name}), {threads or 'default'} threads, {args.steps} steps, "
-        f"reported in {info['unit']}",
-        flush=True,
-    )
+    print(kit.micro_start_line(
+        f"oneflow {flow.__version__}", args, op=op, info=info, shape=shape, amp_dtype=amp_name,
+        device=device.type, device_name=name, threads=threads,
+    ), flush=True)  # fmt: skip
     kit.warn_if_bf16_emulated(amp_name)
 
     def sync() -> None:

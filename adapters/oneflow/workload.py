@@ -929,10 +929,10 @@ def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = parse_args(argv)
 
-    if args.describe:  # the training FLOPs, whatever --mode says (the host asks in train mode)
+    if args.describe:
         return kit.describe(
             params=count_params(build_model(args)),
-            flops_per_sample=3.0 * model_math.forward_flops(args),
+            flops_per_sample=model_math.flops_per_sample(args),
             framework_version=flow.__version__,
         )
 

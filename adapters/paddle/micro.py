@@ -163,20 +163,6 @@ def linear_step(
 # --------------------------------------------------------------------------------------------
 
 
-def micro_start_line(framework: str, args: argparse.Namespace, *, op: str, info: dict,
-                     amp_dtype: str | None, device: str, device_name: str,
-                     threads: object) -> str:  # fmt: skip
-    """micro.py's first log line (workload_kit.start_line's counterpart for a microbenchmark:
-    the op, the shape and the unit the host reports in)."""
-    amp = f" ({amp_dtype})" if amp_dtype else ""
-    return (
-        f"{framework} micro {args.model} ({op}), {model_math.micro_shape_text(args)}: "
-        f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, {args.precision}{amp}, "
-        f"{device} ({device_name}), {threads or 'default'} threads, {args.steps} steps, "
-        f"reported in {info['unit']}"
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = kit.parse_micro_args(argv, __doc__, threads_help="CPU math library threads")
@@ -235,9 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         **info,
     )
     print(
-        micro_start_line(f"paddle {paddle.__version__}", args, op=op, info=info,
-                         amp_dtype=amp_dtype, device=args.device, device_name=device_name,
-                         threads=threads),
+        kit.micro_start_line(f"paddle {paddle.__version__}", args, op=op, info=info,
+                             shape=model_math.micro_shape_text(args), amp_dtype=amp_dtype,
+                             device=args.device, device_name=device_name, threads=threads),
         flush=True,
     )  # fmt: skip
     kit.warn_if_bf16_emulated(amp_dtype)

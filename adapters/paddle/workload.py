@@ -535,10 +535,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.describe:
         paddle.set_device("cpu")
         model = build_model(args)  # real (small) allocations: Paddle has no meta device
-        # The training count whatever --mode says, as every framework's --describe reports it.
         return kit.describe(
             params=count_params(model),
-            flops_per_sample=3.0 * model_math.forward_flops(args),
+            flops_per_sample=model_math.flops_per_sample(args),
             framework_version=paddle.__version__,
         )
 

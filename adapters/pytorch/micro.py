@@ -213,13 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         tf32=False if device.type == "cuda" else None,
         cpu_native_bf16=kit.cpu_native_bf16() if device.type == "cpu" else None, **info,
     )  # fmt: skip
-    print(
-        f"pytorch {torch.__version__} micro {args.model} ({op}), {shape}: "
-        f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
-        f"{args.precision}{f' ({amp_name})' if amp_name else ''}, {device.type} ({device_name}), "
-        f"{torch.get_num_threads()} threads, {args.steps} steps, reported in {info['unit']}",
-        flush=True,
-    )
+    print(kit.micro_start_line(
+        f"pytorch {torch.__version__}", args, op=op, info=info, shape=shape, amp_dtype=amp_name,
+        device=device.type, device_name=device_name, threads=torch.get_num_threads(),
+    ), flush=True)  # fmt: skip
     if args.model == "linear" and device.type == "cpu":
         kit.warn_if_bf16_emulated(amp_name)
 
