@@ -19,6 +19,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import workload_kit as kit  # noqa: E402
+
 KILL_GRACE_S = 5.0
 SERVER_EXIT_S = 60.0  # servers and the scheduler leave once all workers have finalized
 
@@ -67,8 +70,7 @@ def main() -> int:
         DMLC_NODE_HOST=hosts[args.node_rank],
     )
     if args.split_threads:  # ranks sharing this host's cores; MXNet reads it at start-up
-        on_host = int(os.environ.get("DLPERF_RANKS_ON_HOST", args.workers))
-        base["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // on_host))
+        base["OMP_NUM_THREADS"] = str(kit.cores_per_rank(kit.ranks_on_host(args.workers)))
     gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
     if gpus == [""]:
         gpus = [str(i) for i in range(args.workers)]

@@ -14,25 +14,15 @@
 
 MXNet's engine is asynchronous even on a CPU: each step's timestamp is taken only after
 `mx.nd.waitall()` (forward, backward and the update) and reading the loss back. Runs inside the
-adapter's isolated env and imports only MXNet, numpy and the standard library. Events contract
-as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start", "ready", one "step"
-per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
+adapter's isolated env and imports only MXNet, numpy, the standard library and the stdlib-only
+kit in adapters/_shared. Events contract as for workload.py: JSON lines to the file named by
+$DLPERF_EVENTS ("start", "ready", one "step" per iteration, "end", or "unsupported"); a
+human-readable log goes to stdout.
 
-Counting (the host turns samples/s into TF/s = flops_per_sample * samples/s / 1e12 and GB/s =
-bytes_per_sample * samples/s / 1e9):
-  linear        flops_per_sample = 2 * (in*out + (layers-1)*out*out) forward, x3 when training
-                (backward = activation and weight gradients, 2 GEMMs per layer), as FAMBench's
-                "Forward 2x and Backward 4x". bytes_per_sample = 0: the weights are shared by
-                the whole batch, so a per-sample byte count would depend on the batch size.
-  embeddingbag  (as the other frameworks' micro.py, for --describe) bytes_per_sample =
-                bag_size * dim * element size, x3 when training; flops_per_sample = 0.
-
-Defaults:
-  linear        1024 -> 1024, 4 layers: FAMBench's linear_A GEMM shape (1024-wide, the
-                batch-128..4096 rows of mlp_A) at a depth a 2-core CPU trains at batch 256 in
-                well under 0.5 s per step (6.4 GFLOP); depth only repeats the same GEMM.
-                FAMBench's own linear_A depth is --layers 20 (input, 18 hidden, output).
-  embeddingbag  4,800,000 rows x 56, bags of 34: FAMBench's emb dataset "B" / "small".
+Counting and defaults are the same in every framework: adapters/_shared/model_math.py
+(micro_counts: linear in FLOPs, 3 x the forward when training; embeddingbag in bytes, for
+--describe here) and workload_kit.parse_micro_args (linear 1024 -> 1024 x 4 layers, FAMBench's
+linear_A GEMM shape; embeddingbag 4,800,000 x 56, bags of 34, FAMBench's emb dataset "B").
 The linear input and labels are made once.
 
 AMP: float16 through mxnet.contrib.amp (with dynamic loss scaling) on CUDA. On the CPU, bf16
@@ -50,55 +40,27 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import math
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TextIO
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import model_math  # noqa: E402
+import workload_kit as kit  # noqa: E402
 
-def _threads_from_argv(argv: list[str]) -> str | None:
-    """--threads N (or --threads=N) from the command line, read before MXNet starts."""
-    for k, arg in enumerate(argv):
-        if arg == "--threads" and k + 1 < len(argv):
-            return argv[k + 1]
-        if arg.startswith("--threads="):
-            return arg.split("=", 1)[1]
-    return None
-
-
-if (_threads := _threads_from_argv(sys.argv[1:])) and _threads.isdigit():
-    os.environ["OMP_NUM_THREADS"] = _threads
+kit.pin_omp_threads(sys.argv[1:])  # MXNet reads OMP_NUM_THREADS once, when it is imported
 
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
 from mxnet import autograd, gluon  # noqa: E402
 from mxnet.gluon import nn  # noqa: E402
 
-# Counting and host facts shared by every framework's micro.py (standard library only).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_shared"))
-from micro_common import (  # noqa: E402
-    counts,
-    cpu_name,
-    cpu_native_bf16,
-    parse_args,
-    shape_text,
-)
-
 LR = 0.01  # FAMBench's linear ubench SGD learning rate
 
 
 # --------------------------------------------------------------------------------------------
-# Counting (pure functions of the arguments)
-# --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
-# Host facts
+# What this MXNet build has
 # --------------------------------------------------------------------------------------------
 
 
@@ -146,13 +108,11 @@ def cpu_amp_problem() -> str | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Step: returns step() -> the loss NDArray (or None), not yet waited for
+# Step: step() returns once the engine is done, with the loss as a float (None: inference)
 # --------------------------------------------------------------------------------------------
 
 
-def linear_step(
-    args: argparse.Namespace, ctx: mx.Context, amp
-) -> Callable[[], mx.nd.NDArray | None]:
+def linear_step(args: argparse.Namespace, ctx: mx.Context, amp) -> Callable[[], float | None]:
     mx.random.seed(args.seed)
     net = nn.Sequential()
     in_units = args.in_features
@@ -170,6 +130,7 @@ def linear_step(
 
         def infer() -> None:
             net(x)  # outside autograd.record(): inference
+            mx.nd.waitall()  # the engine is asynchronous: only now has the batch finished
 
         return infer
 
@@ -178,7 +139,7 @@ def linear_step(
     if amp is not None:
         amp.init_trainer(trainer)
 
-    def train() -> mx.nd.NDArray:
+    def train() -> float:
         with autograd.record():
             loss = ce(net(x).astype("float32"), labels).mean()
             if amp is not None:
@@ -187,7 +148,9 @@ def linear_step(
         if amp is None:
             loss.backward()
         trainer.step(1)  # the loss is a batch mean already
-        return loss
+        # The engine is asynchronous: wait for the whole step (update included), then read.
+        mx.nd.waitall()
+        return float(loss.asscalar())
 
     return train
 
@@ -199,38 +162,24 @@ def linear_step(
 
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
-    args = parse_args(argv, __doc__, threads_help="OMP_NUM_THREADS (set before MXNet starts)")
+    args = kit.parse_micro_args(
+        argv, __doc__, threads_help="OMP_NUM_THREADS (set before MXNet starts)"
+    )
 
     if args.describe:
-        info = {**counts(args), "framework_version": mx.__version__}
+        info = {**model_math.micro_counts(args), "framework_version": mx.__version__}
         if args.model == "embeddingbag":
             info["unsupported"] = embeddingbag_missing()
-        print(json.dumps(info), flush=True)
-        return 0
+        return kit.describe(**info)
 
     if args.device == "cuda" and mx.context.num_gpus() == 0:
-        print(f"error: --device cuda asked for, but MXNet {mx.__version__} sees no GPU",
-              file=sys.stderr, flush=True)  # fmt: skip
-        return 2
+        return kit.no_device(f"MXNet {mx.__version__} sees no GPU")
 
-    path = os.environ.get("DLPERF_EVENTS", "")
-    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
-
-    def emit(**event: object) -> None:
-        if events is not None:
-            events.write(json.dumps(event) + "\n")
-            events.flush()
-
-    def unsupported(reason: str) -> int:
-        # Exit 0: the run did what was asked, which is to say it cannot be done here.
-        emit(event="unsupported", reason=reason)
-        print(f"unsupported: {reason}", flush=True)
-        if events is not None:
-            events.close()
-        return 0
-
+    events = kit.Events()
+    # Unsupported exits 0 here: the run did what was asked, which is to say it cannot be done.
     if args.model == "embeddingbag":
-        return unsupported(embeddingbag_missing())
+        events.unsupported(embeddingbag_missing())
+        return 0
     on_gpu = args.device == "cuda"
     ctx = mx.gpu(0) if on_gpu else mx.cpu()
     amp, amp_dtype = None, None
@@ -238,72 +187,33 @@ def main(argv: list[str] | None = None) -> int:
         amp_dtype = "float16" if on_gpu else "bfloat16"
         problem = None if on_gpu else cpu_amp_problem()
         if problem:
-            return unsupported(problem)
+            events.unsupported(problem)
+            return 0
         from mxnet.contrib import amp
 
         amp.init(target_dtype=amp_dtype)
 
     step = linear_step(args, ctx, amp)
     op = "mxnet.gluon.nn.Dense"
-    info = counts(args)
-    device_name = cpu_name() if not on_gpu else f"GPU {ctx.device_id}"
-    omp = os.environ.get("OMP_NUM_THREADS", "")
-    threads = int(omp) if omp.isdigit() else None
-    emit(
-        event="start",
-        framework="mxnet",
-        framework_version=mx.__version__,
-        python=platform.python_version(),
-        device=args.device,
-        device_name=device_name,
-        model=args.model,
-        impl="micro",
-        op=op,
-        mode=args.mode,
-        precision=args.precision,
-        amp_dtype=amp_dtype,
-        batch_size=args.batch_size,
-        threads=threads,
-        shape=shape_text(args),
-        cpu_native_bf16=None if on_gpu else cpu_native_bf16(),
-        **info,
-    )
+    info = model_math.micro_counts(args)
+    shape = model_math.micro_shape_text(args)
+    device_name = kit.cpu_name() if not on_gpu else f"GPU {ctx.device_id}"
+    threads = kit.omp_threads()
+    events.start("mxnet", mx.__version__, args, device=args.device, device_name=device_name,
+                 impl="micro", op=op, amp_dtype=amp_dtype, threads=threads, shape=shape,
+                 cpu_native_bf16=None if on_gpu else kit.cpu_native_bf16(), **info)  # fmt: skip
     print(
-        f"mxnet {mx.__version__} micro {args.model} ({op}), {shape_text(args)}: "
+        f"mxnet {mx.__version__} micro {args.model} ({op}), {shape}: "
         f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
         f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}, {args.device} "
         f"({device_name}), {threads or 'default'} threads, {args.steps} steps, "
         f"reported in {info['unit']}",
         flush=True,
     )
-
     mx.nd.waitall()
-    ready = time.monotonic()
-    emit(event="ready", time=ready)
-    print(f"ready after {ready - t_launch:.2f}s (import, build, data)", flush=True)
-
-    prev = ready
-    for i in range(1, args.steps + 1):
-        loss_nd = step()
-        # The engine is asynchronous: wait for the whole step (update included), then read.
-        mx.nd.waitall()
-        loss = float(loss_nd.asscalar()) if loss_nd is not None else None
-        now = time.monotonic()
-        event: dict[str, object] = {"step": i, "time": now, "samples": args.batch_size}
-        if loss is not None:
-            event["loss"] = loss if math.isfinite(loss) else None
-        emit(event="step", **event)
-        shown = f" loss {loss:.4f}" if loss is not None else ""
-        print(f"step {i}/{args.steps}{shown} time {now - prev:.3f}s", flush=True)
-        prev = now
-
-    end = time.monotonic()
-    emit(event="end", time=end)
-    if args.steps:
-        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
-    if events is not None:
-        events.close()
-    return 0
+    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
+                          t_launch=t_launch, set_up="import, build, data")  # fmt: skip
+    return kit.finish(events, args, ready)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """MXNet workload for dlperf: ResNet50-v1.5 or BERT-base, training or inference, synthetic data.
 
-Runs inside the adapter's isolated env and imports only MXNet, numpy and the standard library.
-Gluon HybridBlocks; `--xla` hybridizes them (static graph, static memory). Same architectures,
-optimizers, losses and data shapes as the PyTorch workload; follows the dlperf events contract.
+Runs inside the adapter's isolated env and imports only MXNet, numpy, the standard library and
+the stdlib-only kit in adapters/_shared (command line, events, step loop, LoadGen hand-off,
+model shapes and FLOPs). Gluon HybridBlocks; `--xla` hybridizes them (static graph, static
+memory). Same architectures, optimizers, losses and data shapes as the PyTorch workload.
 
 MXNet's engine is asynchronous even on a CPU: Python returns long before the work is done, so
 each step's timestamp is taken only after `mx.nd.waitall()` (forward, backward and the update).
@@ -26,30 +27,21 @@ dropout, nothing recorded); with `--loadgen-settings` MLPerf LoadGen then drives
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import math
 import os
-import platform
 import sys
 import time
-from typing import TextIO
 
-import mxnet as mx
-from mxnet import autograd, gluon
-from mxnet.gluon import nn
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import model_math  # noqa: E402
+import workload_kit as kit  # noqa: E402
 
-BERT_BASE = {
-    "vocab": 30522,
-    "hidden": 768,
-    "layers": 12,
-    "heads": 12,
-    "intermediate": 3072,
-    "max_positions": 512,
-    "type_vocab": 2,
-}
-DROPOUT = 0.1
-LN_EPS = 1e-12
+kit.pin_omp_threads(sys.argv[1:])  # MXNet reads OMP_NUM_THREADS once, when it is imported
+
+import mxnet as mx  # noqa: E402
+from mxnet import autograd, gluon  # noqa: E402
+from mxnet.gluon import nn  # noqa: E402
+
 # The most weights one multi-tensor update takes in MXNet 1.9.1: multi_sgd_mom_update's kernel
 # (src/operator/optimizer_op-inl.h, N = 60) and multi_adamw_update's (contrib/adamw-inl.h, 50).
 MAX_AGGREGATION = {"sgd": 60, "torchadamw": 50}
@@ -116,7 +108,7 @@ class Bottleneck(nn.HybridBlock):
 
     def __init__(self, b: LayoutBuilder, in_ch: int, width: int, stride: int, **kw) -> None:
         super().__init__(**kw)
-        out_ch = width * 4
+        out_ch = width * model_math.BOTTLENECK_EXPANSION
         shortcut = b.fork()
         with self.name_scope():
             self.body = nn.HybridSequential()
@@ -151,10 +143,11 @@ def resnet50(num_classes: int, layout: tuple[str, str, str] = ("NCHW",) * 3) -> 
         net.add(nn.Activation("relu"))
         b.pool(net, nn.MaxPool2D, 3, 2, 1)
         in_ch = 64
-        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for stage, (width, blocks) in enumerate(model_math.RESNET50_STAGES):
             for i in range(blocks):
-                net.add(Bottleneck(b, in_ch, width, stride if i == 0 else 1))
-                in_ch = width * 4
+                stride = 2 if (i == 0 and stage > 0) else 1
+                net.add(Bottleneck(b, in_ch, width, stride))
+                in_ch = width * model_math.BOTTLENECK_EXPANSION
         b.pool(net, nn.GlobalAvgPool2D)
         net.add(nn.Flatten(), nn.Dense(num_classes, in_units=in_ch))
     return net
@@ -177,30 +170,6 @@ class LayoutXavier(mx.init.Xavier):
         arr[:] = oihw.transpose(NCHW_TO_NHWC)
 
 
-def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
-    """Forward FLOPs of one image: 2 x MACs of every convolution and the classifier."""
-    flops, size, ch = 0, image_size, 3
-
-    def conv_out(s: int, k: int, stride: int) -> int:
-        return (s + 2 * (k // 2) - k) // stride + 1
-
-    size = conv_out(size, 7, 2)
-    flops += 2 * ch * 49 * 64 * size * size
-    ch = 64
-    size = conv_out(size, 3, 2)  # max pool
-    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
-        for b in range(blocks):
-            s = stride if b == 0 else 1
-            out_ch, out = width * 4, conv_out(size, 3, s)
-            flops += 2 * ch * width * size * size  # 1x1 reduce
-            flops += 2 * width * 9 * width * out * out  # 3x3 (strided)
-            flops += 2 * width * out_ch * out * out  # 1x1 expand
-            if s != 1 or ch != out_ch:
-                flops += 2 * ch * out_ch * out * out  # projection shortcut
-            ch, size = out_ch, out
-    return float(flops + 2 * ch * num_classes)
-
-
 # --------------------------------------------------------------------------------------------
 # BERT-base pretraining (MLM + NSP heads, decoder tied to the word embeddings)
 # --------------------------------------------------------------------------------------------
@@ -209,16 +178,16 @@ def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
 class EncoderLayer(nn.HybridBlock):
     def __init__(self, hidden: int, heads: int, intermediate: int, **kw) -> None:
         super().__init__(**kw)
-        self.heads = heads
+        self.heads, self.head_dim = heads, hidden // heads
         with self.name_scope():
             self.q, self.k, self.v, self.o = (
                 nn.Dense(hidden, flatten=False, in_units=hidden) for _ in range(4)
             )
             self.ff_in = nn.Dense(intermediate, flatten=False, in_units=hidden)
             self.ff_out = nn.Dense(hidden, flatten=False, in_units=intermediate)
-            self.attn_norm = nn.LayerNorm(epsilon=LN_EPS, in_channels=hidden)
-            self.out_norm = nn.LayerNorm(epsilon=LN_EPS, in_channels=hidden)
-            self.drop = nn.Dropout(DROPOUT)
+            self.attn_norm = nn.LayerNorm(epsilon=model_math.BERT_LN_EPS, in_channels=hidden)
+            self.out_norm = nn.LayerNorm(epsilon=model_math.BERT_LN_EPS, in_channels=hidden)
+            self.drop = nn.Dropout(model_math.BERT_DROPOUT)
 
     def hybrid_forward(self, F, x):
         h = self.heads
@@ -228,8 +197,7 @@ class EncoderLayer(nn.HybridBlock):
             return F.reshape(t, shape=(-3, 0, 0))
 
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
-        d = 768 // h
-        scores = F.batch_dot(q, k, transpose_b=True) / math.sqrt(d)
+        scores = F.batch_dot(q, k, transpose_b=True) / math.sqrt(self.head_dim)
         probs = self.drop(F.softmax(scores, axis=-1))
         ctx = F.reshape(F.batch_dot(probs, v), shape=(-4, -1, h, 0, 0))
         ctx = F.reshape(F.transpose(ctx, axes=(0, 2, 1, 3)), shape=(0, 0, -3))
@@ -249,15 +217,15 @@ class BertForPreTraining(nn.HybridBlock):
             self.mlm_bias = self.params.get("mlm_bias", shape=(v,), init="zeros")
             self.position = nn.Embedding(cfg["max_positions"], h)
             self.token_type = nn.Embedding(cfg["type_vocab"], h)
-            self.emb_norm = nn.LayerNorm(epsilon=LN_EPS, in_channels=h)
-            self.drop = nn.Dropout(DROPOUT)
+            self.emb_norm = nn.LayerNorm(epsilon=model_math.BERT_LN_EPS, in_channels=h)
+            self.drop = nn.Dropout(model_math.BERT_DROPOUT)
             self.encoder = nn.HybridSequential()
             for _ in range(cfg["layers"]):
                 self.encoder.add(EncoderLayer(h, cfg["heads"], cfg["intermediate"]))
             self.pooler = nn.Dense(h, activation="tanh", in_units=h)
             self.nsp = nn.Dense(2, in_units=h)
             self.mlm_transform = nn.Dense(h, flatten=False, in_units=h)
-            self.mlm_norm = nn.LayerNorm(epsilon=LN_EPS, in_channels=h)
+            self.mlm_norm = nn.LayerNorm(epsilon=model_math.BERT_LN_EPS, in_channels=h)
 
     def hybrid_forward(self, F, input_ids, token_types, word_weight, mlm_bias):
         h, v = self.cfg["hidden"], self.cfg["vocab"]
@@ -273,16 +241,6 @@ class BertForPreTraining(nn.HybridBlock):
         t = self.mlm_norm(F.LeakyReLU(self.mlm_transform(x), act_type="gelu"))
         mlm_logits = F.FullyConnected(t, word_weight, mlm_bias, num_hidden=v, flatten=False)
         return mlm_logits, nsp_logits
-
-
-def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
-    """Same count as the PyTorch workload: matmuls only, a multiply-add = 2 FLOPs, MLM logits
-    at every position, attention 4 * S^2 * H per layer, pooler + NSP once per sequence."""
-    h, i, v, n = cfg["hidden"], cfg["intermediate"], cfg["vocab"], cfg["layers"]
-    macs_per_token = n * (4 * h * h + 2 * h * i) + h * h + h * v
-    attention = n * 4 * seq_len * seq_len * h
-    heads = 2 * (h * h + h * 2)
-    return float(2 * macs_per_token * seq_len + attention + heads)
 
 
 @mx.optimizer.register
@@ -350,7 +308,7 @@ def layouts(args: argparse.Namespace) -> tuple[str, str, str]:
 
 def build_model(args: argparse.Namespace, ctx: mx.Context) -> nn.HybridBlock:
     if args.model == "bert":
-        net = BertForPreTraining(BERT_BASE)
+        net = BertForPreTraining(model_math.BERT_BASE)
         net.initialize(mx.init.Normal(0.02), ctx=ctx)
         return net
     net = resnet50(args.num_classes, layouts(args))
@@ -364,26 +322,6 @@ def count_params(net: nn.HybridBlock) -> int:
     return sum(math.prod(p.shape) for p in net.collect_params().values() if p.grad_req != "null")
 
 
-def forward_flops_per_sample(args: argparse.Namespace) -> float:
-    """One forward (inference); matmul/conv FLOPs only."""
-    if args.model == "resnet50":
-        return resnet50_forward_flops(args.num_classes, args.image_size)
-    return bert_forward_flops(args.seq_len)
-
-
-def training_flops_per_sample(args: argparse.Namespace) -> float:
-    """3 x forward (backward ~ 2 x forward)."""
-    return 3.0 * forward_flops_per_sample(args)
-
-
-def cpu_name() -> str:
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def model_inputs(args: argparse.Namespace, ctx: mx.Context) -> tuple[mx.nd.NDArray, ...]:
     """The synthetic batch the model takes: images, or BERT's token ids and segment ids (drawn
     first, so training and inference see the same inputs for the same seed)."""
@@ -391,7 +329,7 @@ def model_inputs(args: argparse.Namespace, ctx: mx.Context) -> tuple[mx.nd.NDArr
     if args.model == "resnet50":  # in the first convolution's layout, as DALI can deliver them
         images = nd.random.normal(shape=(b, 3, args.image_size, args.image_size), ctx=ctx)
         return (images.transpose(NCHW_TO_NHWC) if args.conv_layout == "NHWC" else images,)
-    s, vocab = args.seq_len, BERT_BASE["vocab"]
+    s, vocab = args.seq_len, model_math.BERT_BASE["vocab"]
     input_ids = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
     token_types = nd.concat(
         nd.zeros((b, s // 2), ctx=ctx), nd.ones((b, s - s // 2), ctx=ctx), dim=1
@@ -432,7 +370,7 @@ def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv
             return ce(net(images), labels).mean()
 
     else:
-        s, vocab = args.seq_len, BERT_BASE["vocab"]
+        s, vocab = args.seq_len, model_math.BERT_BASE["vocab"]
         input_ids, token_types = model_inputs(args, ctx)
         masked = nd.random.uniform(shape=(b, s), ctx=ctx) < 0.15
         masked[:, min(1, s - 1)] = 1
@@ -483,7 +421,9 @@ def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv
             for key, p in zip(keys, params, strict=True):
                 kv.pushpull(key, p.grad(), priority=-key)  # in place: the sum over workers
         trainer.step(scale)  # the loss is a batch mean already: 1/workers makes the sum a mean
-        return loss
+        # The engine is asynchronous: wait for the whole step (update included), then read.
+        mx.nd.waitall()
+        return float(loss.asscalar())
 
     return step
 
@@ -508,18 +448,6 @@ def make_predict(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context)
         mx.nd.waitall()  # the engine is asynchronous: only now has the batch finished
 
     return predict
-
-
-def run_loadgen(args: argparse.Namespace, predict, emit) -> None:
-    """Hand the warmed-up model to MLPerf LoadGen (the shared driver in adapters/_shared),
-    which writes its logs to $DLPERF_LOADGEN_DIR."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
-    import loadgen_run
-
-    out_dir = os.environ.get("DLPERF_LOADGEN_DIR", "mlperf-logs")
-    os.makedirs(out_dir, exist_ok=True)
-    loadgen_run.run(json.loads(args.loadgen_settings), out_dir, predict, args.batch_size)
-    emit(event="loadgen", dir=out_dir)
 
 
 def apply_practice(args: argparse.Namespace) -> dict[str, int]:
@@ -583,18 +511,10 @@ def conv_layout_unsupported(args: argparse.Namespace, ctx: mx.Context) -> str | 
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--model", choices=("resnet50", "bert"), required=True)
-    p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--steps", type=int, default=1)
-    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
-    p.add_argument("--xla", action="store_true", help="hybridize(static_alloc, static_shape)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--image-size", type=int, default=224)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--num-classes", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, help="OMP threads (set before MXNet starts)")
+    p = kit.model_parser(
+        __doc__, xla_help="hybridize(static_alloc, static_shape)",
+        threads_help="OMP threads (set before MXNet starts)",
+    )  # fmt: skip
     # Best practice, each switchable (the adapter passes its defaults for the device, model,
     # precision and --xla); unset, MXNet's own default stands.
     layout = {"choices": ("NCHW", "NHWC"), "default": "NCHW"}
@@ -612,17 +532,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="ops per engine bulk, hybridized forward (training, --xla)")  # fmt: skip
     p.add_argument("--backward-bulk-size", type=int, metavar="N",
                    help="ops per engine bulk, hybridized backward (training, --xla)")  # fmt: skip
-    p.add_argument("--mode", choices=("train", "infer"), default="train")
-    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
-    p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
-    args = p.parse_args(argv)
-    if args.batch_size < 1 or args.steps < 0:
-        p.error("--batch-size must be >= 1 and --steps >= 0")
-    if args.loadgen_settings and args.mode != "infer":
-        p.error("--loadgen-settings needs --mode infer")
-    if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
-        p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
-    return args
+    return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"])
+
+
+def describe_flops(args: argparse.Namespace) -> float:
+    """--describe answers with the training FLOPs in every --mode (as every framework's
+    workload does: dlperf checks them against the model catalog)."""
+    return model_math.flops_per_sample(argparse.Namespace(**{**vars(args), "mode": "train"}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -637,45 +553,26 @@ def main(argv: list[str] | None = None) -> int:
             and int(os.environ.get("DMLC_NUM_WORKER", "1")) > 1):  # fmt: skip
         kv = mx.kv.create("dist_sync")
     rank, world = (kv.rank, kv.num_workers) if kv is not None else (0, 1)
-    # One events file per rank: the runner gives a path with "{rank}" in it for multi-rank jobs.
-    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank))
-    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
-
-    def emit(**event: object) -> None:
-        if events is not None:
-            events.write(json.dumps(event) + "\n")
-            events.flush()
+    events = kit.Events(rank)
 
     if args.describe:
         net = build_model(args, mx.cpu())
-        info = {
-            "params": count_params(net),
-            "flops_per_sample": training_flops_per_sample(args),
-            "framework_version": mx.__version__,
-        }
-        print(json.dumps(info), flush=True)
-        return 0
+        return kit.describe(params=count_params(net), flops_per_sample=describe_flops(args),
+                            framework_version=mx.__version__)  # fmt: skip
 
     if args.device == "cuda" and mx.context.num_gpus() == 0:
-        print(f"error: --device cuda asked for, but MXNet {mx.__version__} sees no GPU",
-              file=sys.stderr, flush=True)  # fmt: skip
-        return 2
+        return kit.no_device(f"MXNet {mx.__version__} sees no GPU")
     if args.precision == "amp" and args.device == "cpu":
-        reason = (
+        return events.unsupported(
             "MXNet 1.9 AMP is float16 on GPUs; its CPU path, amp.init(target_dtype='bfloat16'), "
             "needs oneDNN bf16 kernels (AVX512-BF16/AMX) and fails on this wheel and CPU with "
             "'could not create a primitive descriptor iterator'"
         )
-        emit(event="unsupported", reason=reason)
-        print(f"unsupported: {reason}", flush=True)
-        return 4
     ctx = mx.gpu(0) if args.device == "cuda" else mx.cpu()
     bulk = apply_practice(args)
     reason = conv_layout_unsupported(args, ctx)  # before the seed: it draws no random numbers
     if reason:
-        emit(event="unsupported", reason=reason)
-        print(f"unsupported: {reason}", flush=True)
-        return 4
+        return events.unsupported(reason)
     mx.random.seed(args.seed)
     amp_dtype = None
     if args.precision == "amp":
@@ -688,79 +585,35 @@ def main(argv: list[str] | None = None) -> int:
         net.hybridize(static_alloc=True, static_shape=True, **bulk)
     if kv is not None:
         mx.random.seed(args.seed + rank)  # each rank its own synthetic batch
-    infer = args.mode == "infer"
-    if infer:
+    predict = None
+    if args.mode == "infer":
         predict = make_predict(args, net, ctx)
+
+        def step() -> None:  # predict() returns once the engine is done; no loss
+            predict(args.batch_size)
+
     else:
         step = make_step(args, net, ctx, kv)
     params = count_params(net)
-    flops = forward_flops_per_sample(args) if infer else training_flops_per_sample(args)
-    device_name = cpu_name() if args.device == "cpu" else f"GPU {ctx.device_id}"
-    emit(
-        event="start",
-        framework="mxnet",
-        framework_version=mx.__version__,
-        python=platform.python_version(),
-        device=args.device,
-        device_name=device_name,
-        model=args.model,
-        params=params,
-        flops_per_sample=flops,
-        precision=args.precision,
-        amp_dtype=amp_dtype,
-        xla=args.xla,
-        mode=args.mode,
-        batch_size=args.batch_size,
-        rank=rank,
-        world_size=world,
-        practice=APPLIED,
-        # MXNet's CPU operators read OMP_NUM_THREADS at start-up (unset: one per CPU)
-        threads=int(os.environ.get("OMP_NUM_THREADS") or 0) if args.device == "cpu" else None,
-    )
-    shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
-    print(
-        f"mxnet {mx.__version__} {args.model}: {params:,} params, "
-        f"{flops / 1e9:.2f} GFLOPs/sample ({args.mode}), batch {args.batch_size}, {shape}, "
-        f"{args.precision}{', hybridized' if args.xla else ''}, {args.device} ({device_name}), "
-        f"{args.steps} steps",
-        flush=True,
-    )
-    applied = ", ".join(f"{k} {v}" for k, v in sorted(APPLIED.items()))
-    print(f"best practice: {applied or 'none (MXNet defaults)'}", flush=True)
+    flops = model_math.flops_per_sample(args)
+    device_name = kit.cpu_name() if args.device == "cpu" else f"GPU {ctx.device_id}"
+    # MXNet's CPU operators read OMP_NUM_THREADS at start-up (unset: one per CPU, recorded as 0)
+    threads = (kit.omp_threads() or 0) if args.device == "cpu" else None
+    events.start("mxnet", mx.__version__, args, device=args.device, device_name=device_name,
+                 params=params, flops_per_sample=flops, amp_dtype=amp_dtype, rank=rank,
+                 world_size=world, practice=APPLIED, threads=threads)  # fmt: skip
+    print(kit.start_line(f"mxnet {mx.__version__}", args, params=params, flops=flops,
+                         shape=model_math.shape_text(args), device=args.device,
+                         device_name=device_name, amp_dtype=amp_dtype, compiler="hybridized",
+                         threads=threads), flush=True)  # fmt: skip
+    print(kit.practice_text(APPLIED, "none (MXNet defaults)"), flush=True)
     if kv is not None:
-        threads = os.environ.get("OMP_NUM_THREADS", "MXNet's default")
-        print(f"rank {rank} of {world} (kvstore {kv.type}), {threads} threads", flush=True)
+        threads_text = os.environ.get("OMP_NUM_THREADS", "MXNet's default")
+        print(f"rank {rank} of {world} (kvstore {kv.type}), {threads_text} threads", flush=True)
     mx.nd.waitall()
-    ready = time.monotonic()
-    emit(event="ready", time=ready)
-    print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
-    prev = ready
-    for i in range(1, args.steps + 1):
-        if infer:  # predict() returns once the engine is done; no loss
-            predict(args.batch_size)
-            now = time.monotonic()
-            emit(event="step", step=i, time=now, samples=args.batch_size)
-            print(f"step {i}/{args.steps} time {now - prev:.3f}s", flush=True)
-            prev = now
-            continue
-        loss_nd = step()
-        # The engine is asynchronous: wait for the whole step (update included), then read.
-        mx.nd.waitall()
-        loss = float(loss_nd.asscalar())
-        now = time.monotonic()
-        emit(event="step", step=i, time=now, samples=args.batch_size,
-             loss=loss if math.isfinite(loss) else None)  # fmt: skip
-        print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
-        prev = now
-    if args.loadgen_settings and rank == 0:  # the warm-up is done; one LoadGen run per job
-        run_loadgen(args, predict, emit)
-    end = time.monotonic()
-    emit(event="end", time=end)
-    if args.steps:
-        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
-    if events is not None:
-        events.close()
-    return 0
+    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
+                          t_launch=t_launch)  # fmt: skip
+    return kit.finish(events, args, ready, predict, rank)
 
 
 if __name__ == "__main__":
