@@ -202,14 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     events.start("mxnet", mx.__version__, args, device=args.device, device_name=device_name,
                  impl="micro", op=op, amp_dtype=amp_dtype, threads=threads, shape=shape,
                  cpu_native_bf16=None if on_gpu else kit.cpu_native_bf16(), **info)  # fmt: skip
-    print(
-        f"mxnet {mx.__version__} micro {args.model} ({op}), {shape}: "
-        f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
-        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}, {args.device} "
-        f"({device_name}), {threads or 'default'} threads, {args.steps} steps, "
-        f"reported in {info['unit']}",
-        flush=True,
-    )
+    print(kit.micro_start_line(
+        f"mxnet {mx.__version__}", args, op=op, info=info, shape=shape, amp_dtype=amp_dtype,
+        device=args.device, device_name=device_name, threads=threads,
+    ), flush=True)  # fmt: skip
     mx.nd.waitall()
     ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
                           t_launch=t_launch, set_up="import, build, data")  # fmt: skip

@@ -535,12 +535,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"])
 
 
-def describe_flops(args: argparse.Namespace) -> float:
-    """--describe answers with the training FLOPs in every --mode (as every framework's
-    workload does: dlperf checks them against the model catalog)."""
-    return model_math.flops_per_sample(argparse.Namespace(**{**vars(args), "mode": "train"}))
-
-
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
     args = parse_args(argv)
@@ -557,7 +551,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.describe:
         net = build_model(args, mx.cpu())
-        return kit.describe(params=count_params(net), flops_per_sample=describe_flops(args),
+        flops = model_math.flops_per_sample(args)
+        return kit.describe(params=count_params(net), flops_per_sample=flops,
                             framework_version=mx.__version__)  # fmt: skip
 
     if args.device == "cuda" and mx.context.num_gpus() == 0:
