@@ -104,7 +104,26 @@ def shape_text(args: argparse.Namespace) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Microbenchmarks (micro.py): FLOPs for linear, bytes for embeddingbag
+# Microbenchmarks (micro.py), after FAMBench's DLRM ubench. The host turns samples/s into
+# TF/s = flops_per_sample * samples/s / 1e12 and GB/s = bytes_per_sample * samples/s / 1e9.
+#
+# linear        flops_per_sample = 2 * (in*out + (layers-1)*out*out) forward, x3 when training
+#               (backward = activation and weight gradients, 2 GEMMs per layer), as FAMBench's
+#               "Forward 2x and Backward 4x". bytes_per_sample = 0: the weights are shared by
+#               the whole batch, so a per-sample byte count would depend on the batch size.
+# embeddingbag  bytes_per_sample = bag_size * dim * element size of the table (the rows read),
+#               x3 when training (FAMBench's FBGEMM rule: rows read forward, gradient rows read
+#               and table rows read+written by the update). The int64 indices (8 bytes per row
+#               looked up) are left out, as FAMBench does; the start event carries them as
+#               index_bytes_per_sample. flops_per_sample = 0: a lookup is not FLOP-bound.
+#
+# Defaults (workload_kit.parse_micro_args):
+# linear        1024 -> 1024, 4 layers: FAMBench's linear_A GEMM shape (1024-wide, the
+#               batch-128..4096 rows of mlp_A) at a depth a 2-core CPU trains at batch 256 in
+#               well under 0.5 s per step (6.4 GFLOP); depth only repeats the same GEMM.
+#               FAMBench's own linear_A depth is --layers 20 (input, 18 hidden, output).
+# embeddingbag  4,800,000 rows x 56, bags of 34: FAMBench's emb dataset "B" / "small" (a
+#               1.07 GB fp32 table, far bigger than any CPU cache, which is the point).
 # --------------------------------------------------------------------------------------------
 
 INDEX_BYTES = 8  # int64 indices

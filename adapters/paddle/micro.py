@@ -17,21 +17,9 @@ the stdlib-only workload kit in adapters/_shared (workload_kit, model_math). Eve
 for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start", "ready", one "step"
 per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
 
-Counting (the host turns samples/s into TF/s = flops_per_sample * samples/s / 1e12 and GB/s =
-bytes_per_sample * samples/s / 1e9):
-  linear        flops_per_sample = 2 * (in*out + (layers-1)*out*out) forward, x3 when training
-                (backward = activation and weight gradients, 2 GEMMs per layer), as FAMBench's
-                "Forward 2x and Backward 4x". bytes_per_sample = 0: the weights are shared by
-                the whole batch, so a per-sample byte count would depend on the batch size.
-  embeddingbag  (as the other frameworks' micro.py, for --describe) bytes_per_sample =
-                bag_size * dim * element size, x3 when training; flops_per_sample = 0.
-
-Defaults:
-  linear        1024 -> 1024, 4 layers: FAMBench's linear_A GEMM shape (1024-wide, the
-                batch-128..4096 rows of mlp_A) at a depth a 2-core CPU trains at batch 256 in
-                well under 0.5 s per step (6.4 GFLOP); depth only repeats the same GEMM.
-                FAMBench's own linear_A depth is --layers 20 (input, 18 hidden, output).
-  embeddingbag  4,800,000 rows x 56, bags of 34: FAMBench's emb dataset "B" / "small".
+Counting and defaults are the same in every framework: see the microbenchmark section of
+adapters/_shared/model_math.py (linear in TF/s, 3 x the forward FLOPs when training;
+embeddingbag in GB/s, the rows read, 3 x when training; FAMBench's linear_A and emb "B" shapes).
 The linear input and labels are made once.
 
 AMP: paddle.amp.auto_cast (O1) to bfloat16 on the CPU, float16 with GradScaler on CUDA; a dtype
