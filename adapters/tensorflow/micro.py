@@ -10,9 +10,10 @@
                 --mode train. Reported in GB/s.
 
 Each step is one tf.function call. Runs inside the adapter's isolated env and imports only
-TensorFlow/Keras, numpy and the standard library. Events contract as for workload.py: JSON lines
-to the file named by $DLPERF_EVENTS ("start", "ready", one "step" per iteration, "end", or
-"unsupported"); a human-readable log goes to stdout.
+TensorFlow/Keras, numpy, the standard library and the stdlib-only kit in adapters/_shared
+(workload_kit: command line, events, step loop; model_math: the counts below). Events contract
+as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start", "ready", one
+"step" per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
 
 Counting (the host turns samples/s into TF/s = flops_per_sample * samples/s / 1e12 and GB/s =
 bytes_per_sample * samples/s / 1e9):
@@ -50,33 +51,21 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TextIO
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import model_math  # noqa: E402
+import workload_kit as kit  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
-# Counting and host facts shared by every framework's micro.py (standard library only).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_shared"))
-from micro_common import (  # noqa: E402
-    INDEX_BYTES,
-    counts,
-    cpu_name,
-    cpu_native_bf16,
-    element_size,
-    parse_args,
-    shape_text,
-)
 
 TABLE_INIT_BLOCK = 4096  # the table repeats one random block: a full-size RNG pass takes ~20 s
 
@@ -85,22 +74,12 @@ INDEX_POOL_BYTES = 256 * 2**20  # rows touched by the pool of index batches, at 
 INDEX_POOL_MAX_BYTES = 64 * 2**20  # memory for the pool of index batches, at most
 
 
-# --------------------------------------------------------------------------------------------
-# Counting (pure functions of the arguments)
-# --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
-# Host facts
-# --------------------------------------------------------------------------------------------
-
-
 def index_pool_size(args: argparse.Namespace) -> int:
     """How many distinct index batches the steps cycle through (see the module docstring)."""
     per_batch_rows = args.batch_size * args.bag_size
-    row_bytes = args.embedding_dim * element_size(args)
+    row_bytes = args.embedding_dim * model_math.element_size(args)
     wanted = math.ceil(INDEX_POOL_BYTES / (per_batch_rows * row_bytes))
-    room = INDEX_POOL_MAX_BYTES // (per_batch_rows * INDEX_BYTES)
+    room = INDEX_POOL_MAX_BYTES // (per_batch_rows * model_math.INDEX_BYTES)
     return max(1, min(max(args.steps, 1), wanted, room))
 
 
@@ -203,32 +182,23 @@ def embeddingbag_step(args: argparse.Namespace, table_dtype: tf.DType) -> Callab
 
 def main(argv: list[str] | None = None) -> int:
     t_launch = time.monotonic()
-    args = parse_args(argv, __doc__, threads_help="intra-op threads")
+    args = kit.parse_micro_args(argv, __doc__, threads_help="intra-op threads")
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 
+    info = model_math.micro_counts(args)
     if args.describe:
-        print(json.dumps({**counts(args), "framework_version": tf.__version__}), flush=True)
-        return 0
+        return kit.describe(**info, framework_version=tf.__version__)
 
     gpus = tf.config.list_physical_devices("GPU")
     if args.device == "cuda" and not gpus:
-        print(f"error: --device cuda asked for, but TensorFlow {tf.__version__} sees no GPU",
-              file=sys.stderr, flush=True)  # fmt: skip
-        return 2
+        return kit.no_device(f"TensorFlow {tf.__version__} sees no GPU")
     on_gpu = args.device == "cuda"
     device = "/gpu:0" if on_gpu else "/cpu:0"
     if on_gpu:
         tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
 
-    path = os.environ.get("DLPERF_EVENTS", "")
-    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
-
-    def emit(**event: object) -> None:
-        if events is not None:
-            events.write(json.dumps(event) + "\n")
-            events.flush()
-
+    events = kit.Events()
     amp_dtype = None
     if args.precision == "amp":
         amp_dtype = "float16" if on_gpu else "bfloat16"
@@ -236,81 +206,59 @@ def main(argv: list[str] | None = None) -> int:
         if args.model == "linear":
             if amp_dtype:
                 keras.mixed_precision.set_global_policy(f"mixed_{amp_dtype}")
-            step = linear_step(args, on_gpu)
+            run = linear_step(args, on_gpu)
             op = "keras.layers.Dense"
         else:
-            step = embeddingbag_step(args, tf.as_dtype(amp_dtype or "float32"))
+            run = embeddingbag_step(args, tf.as_dtype(amp_dtype or "float32"))
             op = "tf.nn.embedding_lookup_sparse(combiner='sum')"
 
-    info = counts(args)
-    device_name = cpu_name()
+    device_name = kit.cpu_name()
     if on_gpu:
         details = tf.config.experimental.get_device_details(gpus[0])
         device_name = details.get("device_name", "GPU")
     threads = tf.config.threading.get_intra_op_parallelism_threads() or None
-    emit(
-        event="start",
-        framework="tensorflow",
-        framework_version=tf.__version__,
-        python=platform.python_version(),
+    shape = model_math.micro_shape_text(args)
+    events.start(
+        "tensorflow",
+        tf.__version__,
+        args,
         device=args.device,
         device_name=device_name,
-        model=args.model,
         impl="micro",
         op=op,
-        mode=args.mode,
-        precision=args.precision,
         amp_dtype=amp_dtype,
-        batch_size=args.batch_size,
         threads=threads,
-        shape=shape_text(args),
+        shape=shape,
         keras_version=keras.__version__,
         tf32=False if on_gpu else None,
-        cpu_native_bf16=None if on_gpu else cpu_native_bf16(),
+        cpu_native_bf16=None if on_gpu else kit.cpu_native_bf16(),
         **info,
     )
     print(
-        f"tensorflow {tf.__version__} micro {args.model} ({op}), {shape_text(args)}: "
+        f"tensorflow {tf.__version__} micro {args.model} ({op}), {shape}: "
         f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
         f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}, {args.device} "
         f"({device_name}), {threads or 'default'} threads, {args.steps} steps, "
         f"reported in {info['unit']}",
         flush=True,
     )
-    if amp_dtype == "bfloat16" and args.model == "linear" and cpu_native_bf16() is False:
-        print("warning: this CPU has no bf16 matmul instructions (no AVX512-BF16/AMX); bf16 "
-              "matmuls are emulated and usually much slower than fp32", flush=True)  # fmt: skip
-
-    ready = time.monotonic()
-    emit(event="ready", time=ready)
-    print(f"ready after {ready - t_launch:.2f}s (import, build, data)", flush=True)
+    if args.model == "linear":
+        kit.warn_if_bf16_emulated(amp_dtype)
     train_linear = args.model == "linear" and args.mode == "train"
-    prev = ready
-    for i in range(1, args.steps + 1):
+
+    def step() -> float | None:
         with tf.device(device):
-            value_t = step()
+            value_t = run()
         # A GPU runs asynchronously: wait for every queued kernel (the update included). Then
         # .numpy() copies the value to the host. The first call also traces the tf.function.
         if on_gpu:
             tf.test.experimental.sync_devices()
         value = float(value_t.numpy())
-        now = time.monotonic()
-        event: dict[str, object] = {"step": i, "time": now, "samples": args.batch_size}
-        shown = ""
-        if train_linear:
-            event["loss"] = value if math.isfinite(value) else None
-            shown = f" loss {value:.4f}"
-        emit(event="step", **event)
-        print(f"step {i}/{args.steps}{shown} time {now - prev:.3f}s", flush=True)
-        prev = now
+        return value if train_linear else None  # only linear training has a loss
 
-    end = time.monotonic()
-    emit(event="end", time=end)
-    if args.steps:
-        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
-    if events is not None:
-        events.close()
-    return 0
+    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
+                          t_launch=t_launch, set_up="import, build, data")  # fmt: skip
+    return kit.finish(events, args, ready)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """TensorFlow training workload for dlperf: ResNet50-v1.5 or BERT-base pretraining, synthetic data.
 
-Runs inside the adapter's isolated env and imports only TensorFlow/Keras, numpy and the standard
-library. Keras layers, a custom training step in `tf.function`; `--xla` compiles that step with
-`jit_compile=True`. Same architectures, optimizers, losses and data shapes as the PyTorch
-workload; follows the dlperf events contract ($DLPERF_EVENTS: start, ready, step..., end).
+Runs inside the adapter's isolated env and imports only TensorFlow/Keras, numpy, the standard
+library and the stdlib-only kit beside it (adapters/_shared: workload_kit for the command line,
+events, step loop and LoadGen hand-off; model_math for shapes and FLOPs). Keras layers, a custom
+training step in `tf.function`; `--xla` compiles that step with `jit_compile=True`. Same
+architectures, optimizers, losses and data shapes as the PyTorch workload; follows the dlperf
+events contract ($DLPERF_EVENTS: start, ready, step..., end).
 
     python workload.py --model resnet50 --batch-size 64 --steps 50 [--precision amp] [--xla]
     python workload.py --model bert --describe   # one JSON line: params, FLOPs; no training
@@ -17,14 +19,15 @@ Best practice (the adapter passes its defaults; see adapters/tensorflow/__init__
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
-import platform
 import sys
 import time
-from typing import TextIO
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
+import model_math  # noqa: E402
+import workload_kit as kit  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -32,19 +35,8 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers  # noqa: E402
 
-BERT_BASE = {
-    "vocab": 30522,
-    "hidden": 768,
-    "layers": 12,
-    "heads": 12,
-    "intermediate": 3072,
-    "max_positions": 512,
-    "type_vocab": 2,
-}
-DROPOUT = 0.1
 # PyTorch's BatchNorm defaults, so both frameworks normalise alike (Keras: eps 1e-3, mom 0.99).
 BN = {"epsilon": 1e-5, "momentum": 0.9}
-LN_EPS = 1e-12
 
 # --------------------------------------------------------------------------------------------
 # ResNet50-v1.5 (channels_last = NHWC, or channels_first = NCHW with --data-format; explicit
@@ -67,7 +59,7 @@ def batch_norm(data_format: str, **kw) -> layers.BatchNormalization:
 def bottleneck(x, width: int, stride: int, data_format: str = "channels_last"):
     """1x1 reduce, 3x3 carrying the stride (the v1.5 change), 1x1 expand, plus the shortcut."""
     df = data_format
-    out_ch = width * 4
+    out_ch = width * model_math.BOTTLENECK_EXPANSION
     shortcut = x
     if stride != 1 or x.shape[1 if df == "channels_first" else -1] != out_ch:
         shortcut = batch_norm(df)(conv(x, out_ch, 1, stride, df))
@@ -84,36 +76,12 @@ def resnet50(image_size: int, num_classes: int, data_format: str = "channels_las
     x = layers.ReLU()(batch_norm(df)(conv(inputs, 64, 7, 2, df)))
     # Zero padding before the max pool equals PyTorch's -inf padding: inputs are >= 0 (ReLU).
     x = layers.MaxPooling2D(3, 2, data_format=df)(layers.ZeroPadding2D(1, data_format=df)(x))
-    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+    for i, (width, blocks) in enumerate(model_math.RESNET50_STAGES):
         for b in range(blocks):
-            x = bottleneck(x, width, stride if b == 0 else 1, df)
+            x = bottleneck(x, width, 2 if b == 0 and i > 0 else 1, df)
     x = layers.GlobalAveragePooling2D(data_format=df)(x)
     # The head stays float32 under mixed precision so the loss is computed in full precision.
     return keras.Model(inputs, layers.Dense(num_classes, dtype="float32")(x), name="resnet50")
-
-
-def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
-    """Forward FLOPs of one image: 2 x MACs of every convolution and the classifier."""
-    flops, size, ch = 0, image_size, 3
-
-    def conv_out(s: int, k: int, stride: int) -> int:
-        return (s + 2 * (k // 2) - k) // stride + 1
-
-    size = conv_out(size, 7, 2)
-    flops += 2 * ch * 49 * 64 * size * size
-    ch = 64
-    size = conv_out(size, 3, 2)  # max pool
-    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
-        for b in range(blocks):
-            s = stride if b == 0 else 1
-            out_ch, out = width * 4, conv_out(size, 3, s)
-            flops += 2 * ch * width * size * size  # 1x1 reduce
-            flops += 2 * width * 9 * width * out * out  # 3x3 (strided)
-            flops += 2 * width * out_ch * out * out  # 1x1 expand
-            if s != 1 or ch != out_ch:
-                flops += 2 * ch * out_ch * out * out  # projection shortcut
-            ch, size = out_ch, out
-    return float(flops + 2 * ch * num_classes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,9 +96,9 @@ class EncoderLayer(layers.Layer):
         self.q, self.k, self.v, self.o = (layers.Dense(hidden) for _ in range(4))
         self.ff_in = layers.Dense(intermediate)
         self.ff_out = layers.Dense(hidden)
-        self.attn_norm = layers.LayerNormalization(epsilon=LN_EPS)
-        self.out_norm = layers.LayerNormalization(epsilon=LN_EPS)
-        self.drop = layers.Dropout(DROPOUT)
+        self.attn_norm = layers.LayerNormalization(epsilon=model_math.BERT_LN_EPS)
+        self.out_norm = layers.LayerNormalization(epsilon=model_math.BERT_LN_EPS)
+        self.drop = layers.Dropout(model_math.BERT_DROPOUT)
 
     def call(self, x, training=False):
         b, s = tf.shape(x)[0], tf.shape(x)[1]
@@ -156,15 +124,15 @@ class BertForPreTraining(keras.Model):
         self.word = layers.Embedding(cfg["vocab"], h)
         self.position = layers.Embedding(cfg["max_positions"], h)
         self.token_type = layers.Embedding(cfg["type_vocab"], h)
-        self.emb_norm = layers.LayerNormalization(epsilon=LN_EPS)
-        self.drop = layers.Dropout(DROPOUT)
+        self.emb_norm = layers.LayerNormalization(epsilon=model_math.BERT_LN_EPS)
+        self.drop = layers.Dropout(model_math.BERT_DROPOUT)
         self.encoder = [
             EncoderLayer(h, cfg["heads"], cfg["intermediate"]) for _ in range(cfg["layers"])
         ]
         self.pooler = layers.Dense(h, activation="tanh")
         self.nsp = layers.Dense(2, dtype="float32")
         self.mlm_transform = layers.Dense(h)
-        self.mlm_norm = layers.LayerNormalization(epsilon=LN_EPS)
+        self.mlm_norm = layers.LayerNormalization(epsilon=model_math.BERT_LN_EPS)
 
     def build(self, input_shape) -> None:
         # autocast=False: under a mixed policy Keras would hand call() a bf16/fp16 copy, which
@@ -193,16 +161,6 @@ class BertForPreTraining(keras.Model):
         return mlm_logits, nsp_logits
 
 
-def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
-    """Same count as the PyTorch workload: matmuls only, a multiply-add = 2 FLOPs, MLM logits
-    at every position, attention 4 * S^2 * H per layer, pooler + NSP once per sequence."""
-    h, i, v, n = cfg["hidden"], cfg["intermediate"], cfg["vocab"], cfg["layers"]
-    macs_per_token = n * (4 * h * h + 2 * h * i) + h * h + h * v
-    attention = n * 4 * seq_len * seq_len * h
-    heads = 2 * (h * h + h * 2)
-    return float(2 * macs_per_token * seq_len + attention + heads)
-
-
 # --------------------------------------------------------------------------------------------
 # Workload
 # --------------------------------------------------------------------------------------------
@@ -211,7 +169,7 @@ def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
 def build_model(args: argparse.Namespace) -> keras.Model:
     if args.model == "resnet50":
         return resnet50(args.image_size, args.num_classes, args.data_format)
-    model = BertForPreTraining(BERT_BASE)
+    model = BertForPreTraining(model_math.BERT_BASE)
     model((tf.zeros((1, 8), tf.int32), tf.zeros((1, 8), tf.int32)))  # create the weights
     return model
 
@@ -221,21 +179,6 @@ def count_params(model: keras.Model) -> int:
     the tied embedding is one variable, so it counts once."""
     unique = {id(v): v for v in model.trainable_weights}
     return int(sum(math.prod(v.shape) for v in unique.values()))
-
-
-def training_flops_per_sample(args: argparse.Namespace) -> float:
-    """3 x forward (backward ~ 2 x forward); matmul/conv FLOPs only."""
-    if args.model == "resnet50":
-        return 3.0 * resnet50_forward_flops(args.num_classes, args.image_size)
-    return 3.0 * bert_forward_flops(args.seq_len)
-
-
-def cpu_name() -> str:
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 
 def make_data(args: argparse.Namespace):
@@ -248,7 +191,7 @@ def make_data(args: argparse.Namespace):
         if args.data_format == "channels_first":  # the same pixels, NCHW
             images = tf.transpose(images, (0, 3, 1, 2))
         return images, labels
-    s, vocab = args.seq_len, BERT_BASE["vocab"]
+    s, vocab = args.seq_len, model_math.BERT_BASE["vocab"]
     input_ids = g.uniform((b, s), 0, vocab, dtype=tf.int64)
     token_types = tf.concat(
         [tf.zeros((b, s // 2), tf.int64), tf.ones((b, s - s // 2), tf.int64)], axis=1
@@ -294,6 +237,7 @@ def usable_data_format(args: argparse.Namespace, device: str) -> tuple[str, str]
 
 
 def make_step(args: argparse.Namespace, model: keras.Model, data, device: str, strategy=None):
+    """One training step as step() -> the loss, read back to the host once the step is done."""
     if args.model == "resnet50":
         # PyTorch's SGD weight decay is L2 added to the gradient (Keras' own is decoupled), so
         # it is added by hand below to keep the optimizer identical across frameworks.
@@ -339,14 +283,24 @@ def make_step(args: argparse.Namespace, model: keras.Model, data, device: str, s
         return loss
 
     if strategy is None:
-        return tf.function(body, jit_compile=args.xla)
+        compiled = tf.function(body, jit_compile=args.xla)
 
-    @tf.function
-    def distributed_step():
-        per_replica = strategy.run(body)
-        return strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
+        def run():
+            with tf.device(f"/{device}:0"):
+                return compiled()
 
-    return distributed_step
+    else:
+
+        @tf.function
+        def run():
+            per_replica = strategy.run(body)
+            return strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
+
+    def step() -> float:
+        # .numpy() copies the loss to the host: the step (and the device) has really finished.
+        return float(run().numpy())
+
+    return step
 
 
 def make_predict(args: argparse.Namespace, model: keras.Model, data, device: str):
@@ -377,32 +331,10 @@ def make_predict(args: argparse.Namespace, model: keras.Model, data, device: str
     return predict
 
 
-def run_loadgen(args: argparse.Namespace, predict, emit) -> None:
-    """Hand the warmed-up model to MLPerf LoadGen (the shared driver in adapters/_shared),
-    which writes its logs to $DLPERF_LOADGEN_DIR."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, os.pardir, "_shared"))
-    import loadgen_run
-
-    out_dir = os.environ.get("DLPERF_LOADGEN_DIR", "mlperf-logs")
-    os.makedirs(out_dir, exist_ok=True)
-    loadgen_run.run(json.loads(args.loadgen_settings), out_dir, predict, args.batch_size)
-    emit(event="loadgen", dir=out_dir)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--model", choices=("resnet50", "bert"), required=True)
-    p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--steps", type=int, default=1)
-    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
-    p.add_argument("--xla", action="store_true", help="tf.function(jit_compile=True)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--image-size", type=int, default=224)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--num-classes", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, help="intra-op threads")
+    p = kit.model_parser(
+        __doc__, xla_help="tf.function(jit_compile=True)", threads_help="intra-op threads"
+    )
     # Best practice, each switchable (the adapter passes its defaults for the device and model):
     p.add_argument(
         "--data-format",
@@ -415,17 +347,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=("global", "gpu_private", "gpu_shared"),
         help="TF_GPU_THREAD_MODE (unset: TensorFlow's default, global)",
     )
-    p.add_argument("--mode", choices=("train", "infer"), default="train")
-    p.add_argument("--loadgen-settings", help="infer: after the steps, run MLPerf LoadGen (JSON)")
-    p.add_argument("--describe", action="store_true", help="print params/FLOPs JSON and exit")
-    args = p.parse_args(argv)
-    if args.batch_size < 1 or args.steps < 0:
-        p.error("--batch-size must be >= 1 and --steps >= 0")
-    if args.loadgen_settings and args.mode != "infer":
-        p.error("--loadgen-settings needs --mode infer")
-    if args.model == "bert" and not 1 <= args.seq_len <= BERT_BASE["max_positions"]:
-        p.error(f"--seq-len must be in 1..{BERT_BASE['max_positions']}")
-    return args
+    return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -435,8 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         # Read once, when TensorFlow creates its GPU device (common_runtime/gpu/gpu_device.cc);
         # nothing has created a device yet (the strategy below is the first thing that does).
         os.environ["TF_GPU_THREAD_MODE"] = args.gpu_thread_mode
-    on_host = int(os.environ.get("DLPERF_RANKS_ON_HOST", "1"))  # simulated nodes share cores
-    threads = args.threads or (max(1, (os.cpu_count() or 1) // on_host) if on_host > 1 else 0)
+    on_host = kit.ranks_on_host()  # simulated nodes share cores
+    threads = args.threads or (kit.cores_per_rank(on_host) if on_host > 1 else 0)
     if threads:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
     # Data parallel across nodes: TF_CONFIG names the workers (one per node, each driving its
@@ -449,29 +371,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "train":  # inference: each worker runs its own model on one device
             strategy = tf.distribute.MultiWorkerMirroredStrategy()
             replicas = strategy.num_replicas_in_sync // world
-    path = os.environ.get("DLPERF_EVENTS", "").replace("{rank}", str(rank * replicas))
-    events: TextIO | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
-
-    def emit(**event: object) -> None:
-        if events is not None:
-            events.write(json.dumps(event) + "\n")
-            events.flush()
+    events = kit.Events(rank * replicas)  # one file per replica: the first replica's rank
 
     if args.describe:
         model = build_model(args)
-        info = {
-            "params": count_params(model),
-            "flops_per_sample": training_flops_per_sample(args),
-            "framework_version": tf.__version__,
-        }
-        print(json.dumps(info), flush=True)
-        return 0
+        # The training count whatever --mode says, as --describe always gave.
+        training_flops = 3.0 * model_math.forward_flops(args)
+        return kit.describe(params=count_params(model), flops_per_sample=training_flops,
+                            framework_version=tf.__version__)  # fmt: skip
 
     gpus = tf.config.list_physical_devices("GPU")
     if args.device == "cuda" and not gpus:
-        print(f"error: --device cuda asked for, but TensorFlow {tf.__version__} sees no GPU",
-              file=sys.stderr, flush=True)  # fmt: skip
-        return 2
+        return kit.no_device(f"TensorFlow {tf.__version__} sees no GPU")
     device = "gpu" if args.device == "cuda" else "cpu"
     amp_dtype = None
     if args.precision == "amp":
@@ -481,9 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
 
     if strategy is not None and args.xla:
-        emit(event="unsupported", reason="--xla with several TensorFlow workers")
-        print("unsupported: --xla with several workers (MultiWorkerMirroredStrategy)", flush=True)
-        return 0
+        events.unsupported("--xla with several TensorFlow workers")
+        return 0  # exit 0 here, as before (the host reads the event)
     if args.model == "resnet50":
         args.data_format, fallback = usable_data_format(args, device)
         APPLIED["data_format"] = (
@@ -494,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         APPLIED["gpu_thread_mode"] = os.environ["TF_GPU_THREAD_MODE"] + no_gpu
     tf.keras.utils.set_random_seed(args.seed)  # the same initial weights on every worker
     scope = strategy.scope() if strategy else tf.device(f"/{device}:0")
+    predict = None
     with scope:
         model = build_model(args)
         args.seed += rank  # each worker its own synthetic batch
@@ -501,80 +412,46 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "infer":
             predict = make_predict(args, model, data, device)
         else:
-            step = make_step(args, model, data, device, strategy)
+            train_step = make_step(args, model, data, device, strategy)
     params = count_params(model)
-    flops = training_flops_per_sample(args)
-    if args.mode == "infer":
-        flops /= 3.0  # the forward alone: the training count is 3 x forward
-    device_name = cpu_name()
+    flops = model_math.flops_per_sample(args)
+    device_name = kit.cpu_name()
     if device == "gpu":
         details = tf.config.experimental.get_device_details(gpus[0])
         device_name = details.get("device_name", "GPU")
-    emit(
-        event="start",
-        framework="tensorflow",
-        framework_version=tf.__version__,
-        python=platform.python_version(),
+    intra = tf.config.threading.get_intra_op_parallelism_threads()
+    events.start(
+        "tensorflow",
+        tf.__version__,
+        args,
         device=args.device,
         device_name=device_name,
-        model=args.model,
         params=params,
         flops_per_sample=flops,
-        precision=args.precision,
         amp_dtype=amp_dtype,
-        xla=args.xla,
-        mode=args.mode,
-        batch_size=args.batch_size,
         keras_version=keras.__version__,
-        # intra-op threads (0: TensorFlow's own choice, one per logical CPU)
-        threads=tf.config.threading.get_intra_op_parallelism_threads(),
+        threads=intra,  # intra-op threads (0: TensorFlow's own choice, one per logical CPU)
         rank=rank,
         world_size=strategy.num_replicas_in_sync if strategy else world,
         practice=APPLIED,
     )
-    shape = f"image {args.image_size}" if args.model == "resnet50" else f"seq_len {args.seq_len}"
-    print(
-        f"tensorflow {tf.__version__} (keras {keras.__version__}) {args.model}: {params:,} "
-        f"params, {flops / 1e9:.2f} GFLOPs/sample ({args.mode}), batch {args.batch_size}, {shape}, "
-        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}"
-        f"{', XLA' if args.xla else ''}, {args.device} ({device_name}), {args.steps} steps",
-        flush=True,
-    )
-    applied = ", ".join(f"{k} {v}" for k, v in sorted(APPLIED.items()))
-    print(f"best practice: {applied or 'none for this model and device'}", flush=True)
-    ready = time.monotonic()
-    emit(event="ready", time=ready)
-    print(f"ready after {ready - t_launch:.2f}s (import, build, data, optimizer)", flush=True)
-    prev = ready
-    for i in range(1, args.steps + 1):
-        if args.mode == "infer":  # predict() returns once the device is done; no loss
+    framework = f"tensorflow {tf.__version__} (keras {keras.__version__})"
+    print(kit.start_line(framework, args, params=params, flops=flops,
+                         shape=model_math.shape_text(args), device=args.device,
+                         device_name=device_name, amp_dtype=amp_dtype, compiler="XLA",
+                         threads=intra), flush=True)  # fmt: skip
+    print(kit.practice_text(APPLIED, "none for this model and device"), flush=True)
+
+    if predict is not None:  # predict() returns once the device is done; no loss
+
+        def step() -> None:
             predict(args.batch_size)
-            now = time.monotonic()
-            emit(event="step", step=i, time=now, samples=args.batch_size)
-            print(f"step {i}/{args.steps} time {now - prev:.3f}s", flush=True)
-            prev = now
-            continue
-        if strategy is not None:
-            loss_t = step()
-        else:
-            with tf.device(f"/{device}:0"):
-                loss_t = step()
-        # .numpy() copies the loss to the host: the step (and the device) has really finished.
-        loss = float(loss_t.numpy())
-        now = time.monotonic()
-        emit(event="step", step=i, time=now, samples=args.batch_size * replicas,
-             loss=loss if math.isfinite(loss) else None)  # fmt: skip
-        print(f"step {i}/{args.steps} loss {loss:.4f} time {now - prev:.3f}s", flush=True)
-        prev = now
-    if args.loadgen_settings and rank == 0:  # the warm-up is done; one LoadGen run per job
-        run_loadgen(args, predict, emit)
-    end = time.monotonic()
-    emit(event="end", time=end)
-    if args.steps:
-        print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
-    if events is not None:
-        events.close()
-    return 0
+
+        samples = args.batch_size
+    else:
+        step, samples = train_step, args.batch_size * replicas  # every replica's batch
+    ready = kit.run_steps(events, steps=args.steps, samples=samples, step=step, t_launch=t_launch)
+    return kit.finish(events, args, ready, predict, rank)
 
 
 if __name__ == "__main__":
