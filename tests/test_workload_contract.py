@@ -54,6 +54,6 @@ def test_workload_progress_lines_match_the_host_step_line() -> None:
                     str(v.value) if isinstance(v, ast.Constant) else "7" for v in node.values
                 )
                 lines.append((path.relative_to(ROOT), node.lineno, text))
-    assert len(lines) >= 5
+    assert lines  # the kit's step line (and the calibration workload's own)
     wrong = [line for line in lines if not events.STEP_LINE.match(line[2])]
     assert not wrong, f"progress lines the host does not read: {wrong}"

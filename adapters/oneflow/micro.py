@@ -17,7 +17,7 @@ back. Runs inside the adapter's isolated env and imports only oneflow, numpy, th
 library, the shared harness (adapters/_shared/workload_kit.py, model_math.py) and, from
 workload.py beside it, the AMP probe, the eager loss scaler and the device name. Events contract
 as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start", "ready", one
-"step" per iteration, "end", or "unsupported", which exits 0 here); a human-readable log goes
+"step" per iteration, "end", or "unsupported"); a human-readable log goes
 to stdout. The OneFlow 0.9 wheel needs the cuDNN/cuBLAS pip wheels' lib folders on
 LD_LIBRARY_PATH even on the CPU (the adapter's lib_dirs).
 
@@ -157,9 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(args, device, events, t_launch)
     except kit.Unsupported as exc:
-        # Exit 0: the run did what was asked, which is to say it cannot be done here.
-        events.unsupported(str(exc))
-        return 0
+        return events.unsupported(str(exc))
 
 
 def run(args: argparse.Namespace, device: flow.device, events: kit.Events, t_launch: float) -> int:

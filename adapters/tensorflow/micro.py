@@ -15,25 +15,9 @@ TensorFlow/Keras, numpy, the standard library and the stdlib-only kit in adapter
 as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start", "ready", one
 "step" per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
 
-Counting (the host turns samples/s into TF/s = flops_per_sample * samples/s / 1e12 and GB/s =
-bytes_per_sample * samples/s / 1e9):
-  linear        flops_per_sample = 2 * (in*out + (layers-1)*out*out) forward, x3 when training
-                (backward = activation and weight gradients, 2 GEMMs per layer), as FAMBench's
-                "Forward 2x and Backward 4x". bytes_per_sample = 0: the weights are shared by
-                the whole batch, so a per-sample byte count would depend on the batch size.
-  embeddingbag  bytes_per_sample = bag_size * dim * element size of the table (the rows read),
-                x3 when training (FAMBench's FBGEMM rule: rows read forward, gradient rows read
-                and table rows read+written by the update). The int64 indices (8 bytes per row
-                looked up) are left out, as FAMBench does; the start event carries them as
-                index_bytes_per_sample. flops_per_sample = 0: a lookup is not FLOP-bound.
-
-Defaults:
-  linear        1024 -> 1024, 4 layers: FAMBench's linear_A GEMM shape (1024-wide, the
-                batch-128..4096 rows of mlp_A) at a depth a 2-core CPU trains at batch 256 in
-                well under 0.5 s per step (6.4 GFLOP); depth only repeats the same GEMM.
-                FAMBench's own linear_A depth is --layers 20 (input, 18 hidden, output).
-  embeddingbag  4,800,000 rows x 56, bags of 34: FAMBench's emb dataset "B" / "small" (a
-                1.07 GB fp32 table, far bigger than any CPU cache, which is the point).
+Counting and defaults are the same in every framework: see the microbenchmark section of
+adapters/_shared/model_math.py (linear in TF/s, 3 x the forward FLOPs when training;
+embeddingbag in GB/s, the rows read, 3 x when training; FAMBench's linear_A and emb "B" shapes).
 Each step uses another batch of indices from a pool that together touch at least 256 MiB of
 rows (or one batch per step when there are fewer steps), so repeated bags are not served from
 cache. The linear input and labels are made once.
@@ -234,14 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         cpu_native_bf16=None if on_gpu else kit.cpu_native_bf16(),
         **info,
     )
-    print(
-        f"tensorflow {tf.__version__} micro {args.model} ({op}), {shape}: "
-        f"{info['params']:,} params, {args.mode}, batch {args.batch_size}, "
-        f"{args.precision}{f' ({amp_dtype})' if amp_dtype else ''}, {args.device} "
-        f"({device_name}), {threads or 'default'} threads, {args.steps} steps, "
-        f"reported in {info['unit']}",
-        flush=True,
-    )
+    print(kit.micro_start_line(
+        f"tensorflow {tf.__version__}", args, op=op, info=info, shape=shape, amp_dtype=amp_dtype,
+        device=args.device, device_name=device_name, threads=threads,
+    ), flush=True)  # fmt: skip
     if args.model == "linear":
         kit.warn_if_bf16_emulated(amp_dtype)
     train_linear = args.model == "linear" and args.mode == "train"

@@ -375,9 +375,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.describe:
         model = build_model(args)
-        # The training count whatever --mode says, as --describe always gave.
-        training_flops = 3.0 * model_math.forward_flops(args)
-        return kit.describe(params=count_params(model), flops_per_sample=training_flops,
+        flops = model_math.flops_per_sample(args)
+        return kit.describe(params=count_params(model), flops_per_sample=flops,
                             framework_version=tf.__version__)  # fmt: skip
 
     gpus = tf.config.list_physical_devices("GPU")
@@ -392,8 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
 
     if strategy is not None and args.xla:
-        events.unsupported("--xla with several TensorFlow workers")
-        return 0  # exit 0 here, as before (the host reads the event)
+        return events.unsupported("--xla with several TensorFlow workers")
     if args.model == "resnet50":
         args.data_format, fallback = usable_data_format(args, device)
         APPLIED["data_format"] = (
