@@ -230,13 +230,10 @@ def build_result(
                     f"{spec.latency_target_ms:g} ms"
                 )
         runs = [r.loadgen for r in ok if r.loadgen]
-        if runs:
+        if runs:  # VALID runs only: an INVALID one is its own status, outside the median
             loadgen_metric = summary_stats([r.value for r in runs], runs[0].unit)
-            loadgen_valid = all(r.valid for r in runs)
-            for r in ok:
-                if r.loadgen and not r.loadgen.valid:
-                    why = "; ".join(r.loadgen.reasons) or "no reason logged"
-                    warnings.append(f"repeat {r.index}: LoadGen result INVALID: {why}")
+    if any(r.loadgen for r in repeats):
+        loadgen_valid = all(r.loadgen.valid for r in repeats if r.loadgen)
         if spec.impl == "micro":  # FAMBench scores a microbenchmark by the op's own rate
             per_sample = start.get("bytes_per_sample") or start.get("flops_per_sample") or 0
             scale = 1e9 if start.get("bytes_per_sample") else 1e12

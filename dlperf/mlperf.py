@@ -24,19 +24,30 @@ PERCENTILES = ("50.00", "90.00", "95.00", "97.00", "99.00", "99.90")
 
 
 def read_dir(path: Path) -> LoadGenRun:
-    """The LoadGen run whose logs are in `path` (a folder, or one of the two files)."""
+    """The LoadGen run whose logs are in `path` (a folder, or one of the two files). With both
+    files the detail log gives the numbers and the summary, LoadGen's own report, names the
+    headline; either alone gives the same run."""
     if not path.exists():
         raise DlperfError(f"{path}: no such file or folder")
-    folder = path if path.is_dir() else path.parent
+    folder = (path if path.is_dir() else path.parent).resolve()
     detail, summary = folder / DETAIL, folder / SUMMARY
-    if detail.exists():
-        with open(detail, encoding="utf-8", errors="replace") as lines:
-            run = from_detail_entries(detail_entries(split_lines(lines)))
-    elif summary.exists():
-        with open(summary, encoding="utf-8", errors="replace") as lines:
-            run = from_summary_lines(split_lines(lines))
-    else:
+    if not detail.exists() and not summary.exists():
         raise DlperfError(f"{folder}: no {DETAIL} or {SUMMARY} (LoadGen's logs) in this folder")
+    try:
+        from_summary_file = None
+        if summary.exists():
+            with open(summary, encoding="utf-8", errors="replace") as lines:
+                from_summary_file = from_summary_lines(split_lines(lines))
+        if detail.exists():
+            with open(detail, encoding="utf-8", errors="replace") as lines:
+                run = from_detail_entries(detail_entries(split_lines(lines)))
+            if from_summary_file is not None:  # the summary says which number LoadGen headlined
+                run = run.model_copy(update={"metric": from_summary_file.metric,
+                                             "value": from_summary_file.value})  # fmt: skip
+        else:
+            run = from_summary_file
+    except DlperfError as exc:
+        raise DlperfError(f"{folder}: {exc}") from None
     return run.model_copy(update={"log_dir": str(folder)})
 
 
@@ -70,21 +81,30 @@ def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
     scenario = str(e.get("effective_scenario", "unknown"))
     per_query = scenario == "MultiStream"
 
-    def latency(name: str) -> float | None:
-        # MultiStream's headline is per query (all its samples); the others' per sample.
-        key = f"result_{name}_per_query_latency_ns" if per_query else ""
-        key = key if key in e else f"result_{name}_latency_ns"
+    def ms(key: str) -> float | None:
         return None if e.get(key) is None else float(e[key]) / 1e6
 
-    latencies = {"min": latency("min"), "mean": latency("mean"), "max": latency("max")}
+    # MultiStream's statistics are per query (all its samples): LoadGen logs them as
+    # result_{min,mean,max}_query_latency_ns and result_<pct>_percentile_per_query_latency_ns,
+    # beside the per-sample ones, which are not the scenario's.
+    middle = "query_" if per_query else ""
+    latencies = {name: ms(f"result_{name}_{middle}latency_ns") for name in ("min", "mean", "max")}
     for pct in PERCENTILES:
-        latencies[f"p{float(pct):g}"] = latency(f"{pct}_percentile")
+        kind = "per_query_" if per_query else ""
+        latencies[f"p{float(pct):g}"] = ms(f"result_{pct}_percentile_{kind}latency_ns")
     rate = e.get("result_samples_per_second", e.get("result_completed_samples_per_sec"))
     if rate is None and scenario == "SingleStream":
         rate = e.get("result_qps_with_loadgen_overhead")  # one sample per query
     if rate is None and per_query and latencies["mean"]:
-        # Queries go one after another: a query's samples per its mean latency.
-        rate = float(e.get("effective_samples_per_query", 8)) / (latencies["mean"] / 1e3)
+        rate = stream_rate(e.get("effective_samples_per_query"), latencies["mean"])
+    early = early_stopping_estimates(str(e.get("early_stopping_result") or ""))
+    if not early:  # older logs: the estimates only as numbers (0: none was reached)
+        ss = ms("early_stopping_latency_ss") or None
+        ms_ = ms("early_stopping_latency_ms") or None
+        if scenario == "SingleStream":
+            early = {k: v for k, v in (("p90", ss), ("p99", ms_)) if v is not None}
+        elif per_query and ms_ is not None:
+            early = {"p99": ms_}
     checks = (
         ("result_min_duration_met", "minimum duration not met"),
         ("result_min_queries_met", "minimum query count not met"),
@@ -103,7 +123,13 @@ def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
     for key in ("result_invalid_reason", "error_runtime"):
         if e.get(key):
             reasons.append(" ".join(str(e[key]).split()))
-    metric, value, unit = headline(scenario, rate, latencies)
+    scheduled = e.get("result_scheduled_samples_per_sec")
+    version = str(e.get("loadgen_version") or "")
+    metric, value, unit = headline(
+        scenario, rate, latencies, early,
+        scheduled=scheduled if _server_headline_is_scheduled(version) else None,
+    )  # fmt: skip
+    tokens = e.get("result_tokens_per_second", e.get("result_completed_tokens_per_second"))
     return LoadGenRun(
         scenario=scenario,
         valid=e["result_validity"] == "VALID",
@@ -112,24 +138,62 @@ def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
         value=value,
         unit=unit,
         samples_per_second=None if rate is None else float(rate),
+        scheduled_samples_per_second=None if scheduled is None else float(scheduled),
+        tokens_per_second=None if tokens is None else float(tokens),
         latency_ms={k: v for k, v in latencies.items() if v is not None},
+        early_stopping_ms=early,
         query_count=e.get("result_query_count"),
         settings={k[len("effective_") :]: v for k, v in e.items() if k.startswith("effective_")},
         loadgen_version=e.get("loadgen_version"),
     )
 
 
+def stream_rate(samples_per_query: object, mean_query_ms: float) -> float:
+    """MultiStream samples/s: its queries go one after another, each of `samples_per_query`
+    samples (LoadGen's default 8), so a query's samples per its mean latency."""
+    return float(samples_per_query or 8) / (mean_query_ms / 1e3)
+
+
+_EARLY = re.compile(r"Early stopping (\d+(?:\.\d+)?)th percentile estimate: (\d+)")
+
+
+def early_stopping_estimates(text: str) -> dict[str, float]:
+    """LoadGen's early-stopping latency estimates (ms) from its result text: MLPerf's official
+    SingleStream (p90) and MultiStream (p99) metric since v2.0."""
+    return {f"p{float(m.group(1)):g}": int(m.group(2)) / 1e6 for m in _EARLY.finditer(text)}
+
+
+def _server_headline_is_scheduled(version: str) -> bool:
+    """Whether LoadGen `version` headlined Server runs by the scheduled samples/s (up to 4.0;
+    from 4.1 its summary leads with the completed samples/s and lists the scheduled rate as an
+    additional stat). Inferred from LoadGen's summaries of each version; with both files the
+    summary itself decides (`read_dir`)."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return bool(match) and (int(match.group(1)), int(match.group(2))) < (4, 1)
+
+
 def headline(
-    scenario: str, rate: float | None, latencies: dict[str, float | None]
+    scenario: str,
+    rate: float | None,
+    latencies: dict[str, float | None],
+    early: dict[str, float] | None = None,
+    *,
+    scheduled: float | None = None,
 ) -> tuple[str, float, str]:
-    """The number MLPerf reports for the scenario: throughput for Offline and Server, the
-    90th (SingleStream) or 99th (MultiStream, per query) percentile latency otherwise."""
+    """The number MLPerf reports for the scenario: Offline's samples/s; Server's scheduled
+    samples/s where LoadGen headlines it, else completed; SingleStream's 90th and
+    MultiStream's 99th percentile latency, as LoadGen's early-stopping estimate where it gave
+    one (MLPerf's metric since v2.0), else the percentile itself."""
     if scenario in ("Offline", "Server"):
+        if scheduled is not None:
+            return "scheduled samples per second", float(scheduled), "samples/s"
         if rate is None:
             raise DlperfError(f"the LoadGen {scenario} log has no samples-per-second result")
         name = "samples per second" if scenario == "Offline" else "completed samples per second"
         return name, float(rate), "samples/s"
     pct = "p90" if scenario == "SingleStream" else "p99"
+    if early and pct in early:
+        return f"early-stopping {pct} latency", early[pct], "ms"
     value = latencies.get(pct)
     if value is None:
         raise DlperfError(f"the LoadGen {scenario} log has no {pct} latency")
@@ -144,31 +208,65 @@ def from_summary(text: str) -> LoadGenRun:
     return from_summary_lines(text.splitlines())
 
 
+_PARAMETERS = "Test Parameters Used"
+_UNIT_SUFFIX = re.compile(r"\s*\((ns|ms)\)$")
+
+
+def _number(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def from_summary_lines(lines: Iterable[str]) -> LoadGenRun:
-    """`from_summary` of the summary's lines, read as they come."""
+    """`from_summary` of the summary's lines, read as they come: the headline LoadGen printed
+    first, the statistics (MultiStream's per query), the early-stopping estimates and the
+    "Test Parameters Used" under the detail log's names (`target_latency (ns)` ->
+    `target_latency_ns`), so a summary alone gives the run the detail log would."""
     fields: dict[str, str] = {}
+    settings: dict[str, Any] = {}
+    first_rate: str | None = None
+    text: list[str] = []
+    in_parameters = False
     for line in lines:
+        text.append(line)
+        if line.strip() == _PARAMETERS:
+            in_parameters = True
         match = _SUMMARY_LINE.match(line)
-        if match and match.group(1) not in fields:
-            fields[match.group(1)] = match.group(2)
+        if not match:
+            continue
+        key, value = match.group(1), match.group(2)
+        if in_parameters:
+            settings[_UNIT_SUFFIX.sub(lambda m: "_" + m.group(1), key)] = _number(value)
+            continue
+        if first_rate is None and key.endswith("samples per second"):
+            first_rate = key  # LoadGen's headline comes first; Server's second rate after it
+        fields.setdefault(key, value)
     if "Result is" not in fields:
         raise DlperfError("the LoadGen summary has no 'Result is' line: the test did not finish")
     scenario = fields.get("Scenario", "unknown")
-    latencies: dict[str, float | None] = {}
-    for name, key in (("min", "Min latency (ns)"), ("mean", "Mean latency (ns)"),
-                      ("max", "Max latency (ns)")):  # fmt: skip
-        latencies[name] = float(fields[key]) / 1e6 if key in fields else None
+
+    def ms(key: str) -> float | None:
+        return float(fields[key]) / 1e6 if key in fields else None
+
+    latencies = {name: ms(f"{name.title()} latency (ns)") for name in ("min", "mean", "max")}
     for pct in PERCENTILES:
-        key = f"{pct} percentile latency (ns)"
-        latencies[f"p{float(pct):g}"] = float(fields[key]) / 1e6 if key in fields else None
+        latencies[f"p{float(pct):g}"] = ms(f"{pct} percentile latency (ns)")
+    if scenario in ("SingleStream", "MultiStream"):
+        pct = "90.0" if scenario == "SingleStream" else "99.0"
+        headline_pct = ms(f"{pct}th percentile latency (ns)")
+        if headline_pct is not None:
+            latencies["p90" if scenario == "SingleStream" else "p99"] = headline_pct
     rate = fields.get("Samples per second", fields.get("Completed samples per second"))
     if rate is None and scenario == "SingleStream":
         rate = fields.get("QPS w/ loadgen overhead")
-    if scenario in ("SingleStream", "MultiStream"):
-        pct = "90.0" if scenario == "SingleStream" else "99.0"
-        key = f"{pct}th percentile latency (ns)"
-        if key in fields:
-            latencies["p90" if scenario == "SingleStream" else "p99"] = float(fields[key]) / 1e6
+    if rate is None and scenario == "MultiStream" and latencies["mean"]:
+        rate = stream_rate(settings.get("samples_per_query"), latencies["mean"])
+    scheduled = fields.get("Scheduled samples per second")
+    tokens = fields.get("Tokens per second", fields.get("Completed tokens per second"))
     checks = (
         ("Min duration satisfied", "minimum duration not met"),
         ("Min queries satisfied", "minimum query count not met"),
@@ -176,7 +274,12 @@ def from_summary_lines(lines: Iterable[str]) -> LoadGenRun:
         ("Early stopping satisfied", "early stopping not met"),
     )
     reasons = [why for key, why in checks if fields.get(key, "Yes").upper().startswith("NO")]
-    metric, value, unit = headline(scenario, None if rate is None else float(rate), latencies)
+    early = early_stopping_estimates("\n".join(text))
+    headline_scheduled = scheduled if first_rate == "Scheduled samples per second" else None
+    metric, value, unit = headline(
+        scenario, None if rate is None else float(rate), latencies, early,
+        scheduled=None if headline_scheduled is None else float(headline_scheduled),
+    )  # fmt: skip
     return LoadGenRun(
         scenario=scenario,
         valid=fields["Result is"] == "VALID",
@@ -185,7 +288,11 @@ def from_summary_lines(lines: Iterable[str]) -> LoadGenRun:
         value=value,
         unit=unit,
         samples_per_second=None if rate is None else float(rate),
+        scheduled_samples_per_second=None if scheduled is None else float(scheduled),
+        tokens_per_second=None if tokens is None else float(tokens),
         latency_ms={k: v for k, v in latencies.items() if v is not None},
+        early_stopping_ms=early,
+        settings={**settings, "scenario": scenario} if settings else {},
     )
 
 

@@ -92,11 +92,14 @@ def run_single_process(
         else:
             # The repeat's number is LoadGen's; the window was the warm-up.
             window = dataclasses.replace(window, throughput=loadgen.samples_per_second)
+            if not loadgen.valid:  # its numbers kept, outside the median
+                status = RepeatStatus.invalid
+                message = f"LoadGen judged the run INVALID: {'; '.join(loadgen.reasons) or '?'}"
     return make_repeat(
         index,
         status,
         message,
-        window if status == RepeatStatus.ok else None,
+        window if status in (RepeatStatus.ok, RepeatStatus.invalid) else None,
         parsed,
         loadgen=loadgen,
         warnings=warnings,

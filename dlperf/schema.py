@@ -223,6 +223,7 @@ class RepeatStatus(str, Enum):
     interrupted = "interrupted"  # Ctrl-C
     inconsistent = "inconsistent"  # fingerprint differs from the other repeats
     unsupported = "unsupported"  # the configuration cannot run on this device
+    invalid = "invalid"  # LoadGen judged the run INVALID: its numbers kept, not in the median
 
 
 class ResultStatus(str, Enum):
@@ -249,8 +250,12 @@ class LoadGenRun(_Frozen):
     metric: str  # the scenario's headline: samples/s (Offline, Server) or a latency percentile
     value: float
     unit: str
-    samples_per_second: float | None = None
+    samples_per_second: float | None = None  # achieved (Server: completed) samples/s
+    scheduled_samples_per_second: float | None = None  # Server: the rate queries were issued at
+    tokens_per_second: float | None = None  # LLM benchmarks (Offline; Server: completed)
+    # MultiStream: per query (all of a query's samples); the other scenarios: per sample
     latency_ms: dict[str, float] = Field(default_factory=dict)  # min, mean, max, p50 ... p99.9
+    early_stopping_ms: dict[str, float] = Field(default_factory=dict)  # p90/p99 estimates
     query_count: int | None = None
     settings: dict[str, Any] = Field(default_factory=dict)  # LoadGen's effective_* settings
     loadgen_version: str | None = None
