@@ -13,6 +13,11 @@ Example::
     models = ["resnet50", "bert"]
     precisions = ["fp32", "amp"]        # default ["fp32"]
     xla = [false, true]                 # default [false]
+    modes = ["train", "infer"]          # default ["train"]
+    impls = ["ootb", "official"]        # default: ootb (microbenchmarks: micro)
+    image_sizes = [224]                 # image models only; default: the preset's
+    seq_lens = [128, 384]               # sequence models only; default: the preset's
+    scenarios = ["none", "offline"]     # inference only; "none": without LoadGen
     batch_sizes = [4, 8]                # default: the preset's, per model and precision
     node_shapes = ["1x1"]               # nodes x devices per node
     repeats = 3                         # optional overrides of the preset
@@ -21,6 +26,8 @@ Example::
     device = "cpu"
     [sweep.set]                         # --set options for every config that accepts them;
     threads = ["1", "2"]                # a list is one more matrix dimension
+    [sweep.loadgen]                     # LoadGen's test settings for every scenario config
+    min_duration_s = 10
     [sweep.python]                      # --python per framework: measure that interpreter's
     pytorch = "/opt/conda/bin/python"   # own install instead of a built env
 """
@@ -58,9 +65,18 @@ from dlperf.files import (
     remove_empty_files,
     try_lock,
 )
-from dlperf.models import PRESETS, get_model
+from dlperf.models import PRESETS, get_model, preset_values
 from dlperf.runner import PreparedRun, prepare_run
-from dlperf.schema import DEVICES, PRECISIONS, BenchmarkSpec, Repeat, Result
+from dlperf.schema import (
+    DEVICES,
+    IMPLS,
+    MODES,
+    PRECISIONS,
+    SCENARIOS,
+    BenchmarkSpec,
+    Repeat,
+    Result,
+)
 from dlperf.spec import option_declarations, resolve_spec
 from dlperf.store import find_result, result_dir
 
@@ -122,6 +138,12 @@ class SweepFile(BaseModel):
     device: Literal[DEVICES] | None = None
     timeout_s: Annotated[float, Strict()] | None = None
     no_output_timeout_s: Annotated[float, Strict()] | None = None
+    modes: Many[Literal[MODES]] = ["train"]
+    impls: Many[Literal[IMPLS]] | None = None  # default: ootb, micro for microbenchmarks
+    image_sizes: Many[StrictInt] | None = None  # applies to image models; default: the preset's
+    seq_lens: Many[StrictInt] | None = None  # applies to sequence models
+    scenarios: Many[Literal[(*SCENARIOS, "none")]] | None = None  # inference configs only
+    loadgen: dict[str, Annotated[float, Strict()] | StrictInt] = {}
     set: dict[str, Many[SetValue]] = {}
     python: dict[str, FilePath] = {}
 
@@ -192,6 +214,16 @@ def expand(table: dict[str, Any]) -> SweepPlan:
         if extra:  # typos first, all in one line
             errors = [{"type": "extra_forbidden", "loc": (", ".join(extra),), "msg": ""}]
         raise DlperfError("[sweep] " + "; ".join(_problem(e) for e in errors)) from None
+    for name in SweepFile.model_fields:
+        values = getattr(sweep, name)
+        lists = values.values() if isinstance(values, dict) else [values]
+        for many in (v for v in lists if isinstance(v, list)):
+            twice = next((v for i, v in enumerate(many) if v in many[:i]), None)
+            if twice is not None:
+                raise DlperfError(
+                    f"[sweep] {name} lists {_toml(twice)} twice: the sweep would run the same "
+                    "configuration twice"
+                )
     adapters = {fw: get_adapter(fw) for fw in sweep.frameworks}  # unknown: names the known
     for model in sweep.models:
         get_model(model)  # unknown: names the known
@@ -210,18 +242,26 @@ def expand(table: dict[str, Any]) -> SweepPlan:
     set_keys = sorted(sweep.set)
     set_values = [[str(v) for v in sweep.set[k]] for k in set_keys]
     plan = SweepPlan([], pythons={k: v.expanduser() for k, v in sweep.python.items()})
-    for fw, model, precision, xla, batch, (nodes, devices), chosen in itertools.product(
-        sweep.frameworks,
-        sweep.models,
-        sweep.precisions,
-        sweep.xla,
-        sweep.batch_sizes or [None],
-        sweep.node_shapes,
-        itertools.product(*set_values),
-    ):
+    specs: dict[str, BenchmarkSpec] = {}
+    for fw, model, precision, xla, batch, (nodes, devices), chosen, mode, impl, image, seq, lg in (
+        itertools.product(
+            sweep.frameworks, sweep.models, sweep.precisions, sweep.xla,
+            sweep.batch_sizes or [None], sweep.node_shapes, itertools.product(*set_values),
+            sweep.modes, sweep.impls or [None], sweep.image_sizes or [None],
+            sweep.seq_lens or [None], sweep.scenarios or [None],
+        )
+    ):  # fmt: skip
         if (fw, model) not in declared:
             plan.skipped.append(f"{fw} has no {model}")
             continue
+        micro = get_model(model).kind == "micro"
+        if impl is not None and (impl == "micro") != micro:
+            plan.skipped.append(f"{model} does not run with impl {impl}")
+            continue
+        # A dimension that does not apply to a configuration leaves it as it is (the same
+        # configuration then comes up more than once, and is kept once).
+        shape = preset_values(model, sweep.preset)
+        scenario = lg if mode == "infer" and lg != "none" else None
         options = dict(zip(set_keys, chosen, strict=True))
         overrides = {
             "precision": precision,
@@ -236,17 +276,30 @@ def expand(table: dict[str, Any]) -> SweepPlan:
             "timeout_s": sweep.timeout_s,
             "no_output_timeout_s": sweep.no_output_timeout_s,
             "options": {k: v for k, v in options.items() if k in declared[fw, model]} or None,
+            "mode": mode if mode != "train" else None,
+            "impl": impl,
+            "image_size": image if shape.image_size is not None else None,
+            "seq_len": seq if shape.seq_len is not None else None,
+            "scenario": scenario,
+            "loadgen": {k: float(v) for k, v in sweep.loadgen.items()} if scenario else None,
         }
-        plan.specs.append(resolve_spec(fw, model, preset=sweep.preset, overrides=overrides))
+        overrides = {k: v for k, v in overrides.items() if v is not None}
+        if impl == "official":
+            try:
+                spec = resolve_spec(fw, model, preset=sweep.preset, overrides=overrides)
+            except DlperfError as exc:  # no official implementation of this pair
+                plan.skipped.append(f"{fw} {model} official: {exc}")
+                continue
+        else:
+            spec = resolve_spec(fw, model, preset=sweep.preset, overrides=overrides)
+        specs.setdefault(spec.config_key(), spec)
+    plan.specs = list(specs.values())
     if not plan.specs:
         raise DlperfError(
             "the sweep has no configuration to run: "
             + "; ".join(sorted(set(plan.skipped)))
             + "; `dlperf list` shows which framework has which model"
         )
-    keys = [s.config_key() for s in plan.specs]
-    if len(set(keys)) != len(keys):
-        raise DlperfError("the sweep lists the same configuration twice")
     return plan
 
 

@@ -37,6 +37,41 @@ def test_matrix_expands_and_skips_models_a_framework_lacks(tmp_path):
     assert plan.skipped == ["calibration has no resnet50", "calibration has no resnet50"]
 
 
+def test_a_sweep_covers_what_run_covers(tmp_path):
+    """Modes, LoadGen scenarios and settings, implementations and shapes are matrix keys; a
+    key that does not apply to a configuration (a scenario to training, an image size to BERT)
+    leaves it as it is, and it is run once."""
+    plan = plan_from(tmp_path, """
+[sweep]
+preset = "smoke"
+frameworks = ["pytorch", "calibration"]
+models = ["resnet50", "bert", "pace", "linear"]
+modes = ["train", "infer"]
+impls = ["ootb", "micro"]
+image_sizes = [32, 64]
+seq_lens = [16]
+scenarios = ["none", "offline"]
+[sweep.loadgen]
+min_duration_s = 2
+""")  # fmt: skip
+    keys = sorted(s.config_key() for s in plan.specs)
+    assert len(keys) == len(set(keys))
+    r50 = [s for s in plan.specs if s.framework == "pytorch" and s.model == "resnet50"]
+    # 2 image sizes x (train, infer, infer + offline)
+    assert {(s.image_size, s.mode, s.scenario) for s in r50} == {
+        (size, mode, scenario)
+        for size in (32, 64)
+        for mode, scenario in (("train", None), ("infer", None), ("infer", "offline"))
+    } and len(r50) == 6
+    assert all(s.loadgen == {"min_duration_s": 2.0} for s in r50 if s.scenario)
+    bert = [s for s in plan.specs if s.model == "bert"]
+    assert {s.seq_len for s in bert} == {16} and {s.image_size for s in bert} == {None}
+    linear = [s for s in plan.specs if s.model == "linear"]
+    assert linear and {s.impl for s in linear} == {"micro"}
+    assert "resnet50 does not run with impl micro" in plan.skipped
+    assert "linear does not run with impl ootb" in plan.skipped
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
