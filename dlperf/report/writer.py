@@ -49,7 +49,28 @@ def write_reports(
     index = reports_dir / "README.md"
     atomic_write(index, render_index(results))
     written.append(index)
+    remove_stale_pages(reports_dir, {file_stem(m) for m in models})
     return written
+
+
+def remove_stale_pages(reports_dir: Path, kept: set[str]) -> list[Path]:
+    """Remove the pages (and their charts) of models that no longer have results: only pages
+    this command wrote (they carry the GENERATED line), never a file someone put there."""
+    removed = []
+    for page in sorted(reports_dir.glob("*.md")):
+        stem = page.stem
+        if stem in kept or page.name in ("README.md", "fambench.md"):
+            continue
+        try:
+            ours = GENERATED in page.read_text(errors="replace")
+        except OSError:
+            continue
+        if ours:
+            for path in (page, reports_dir / f"{stem}.png", reports_dir / f"{stem}-scaling.png"):
+                if path.exists():
+                    path.unlink()
+                    removed.append(path)
+    return removed
 
 
 def write_fambench_report(results_dir: Path, reports_dir: Path) -> tuple[Path, str]:
@@ -65,15 +86,17 @@ def render_index(results: list[Result]) -> str:
     models = sorted({r.spec.model for r in results})
     if not models:
         return "\n".join([*lines, "No results yet: run `dlperf run` first.", ""])
+    # A configuration is a row of a page's cross-framework table; each framework's result in
+    # it counts once as ok, partial or failed, so those three add up to the results.
     lines += [
-        "| model | description | frameworks | configurations | ok | partial | failed |",
-        "|---|---|---|---|---|---|---|",
+        "| model | description | frameworks | configurations | results | ok | partial | failed |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for model in models:
         chosen = select(results, model)
         desc = MODELS[model].description if model in MODELS else model
         counts = [str(sum(r.status == s for r in chosen)) for s in ResultStatus]
         row = [f"[{model}]({file_stem(model)}.md)", desc, ", ".join(frameworks(chosen))]
-        row += [str(len(configs(chosen))), *counts]
+        row += [str(len(configs(chosen))), str(len(chosen)), *counts]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     return "\n".join(lines) + "\n"
