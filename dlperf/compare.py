@@ -3,8 +3,14 @@
 Each side's number is the median of its ok repeats. A change counts only when it is larger
 than the threshold (default 5 %) AND it is significant: the exact two-sided Mann-Whitney U
 test on the repeats at alpha 0.05, or, when the repeat counts are too small for that test to
-ever reach alpha (3 vs 3 repeats: its smallest p is 0.1), the two 95 % confidence intervals
-of the mean not overlapping. A significant drop beyond the threshold is a regression.
+ever reach alpha (3 vs 3 repeats: its smallest p is 0.1), the two 95 % Student t confidence
+intervals of the mean not overlapping. A significant drop beyond the threshold is a regression.
+
+That fallback computes the mean's t-interval from each side's repeat values here; it does not
+use the stored summaries' interval, which is the median's distribution-free one and needs six
+repeats (`stats.median_ci_ranks`): the test only falls back when one side has three repeats or
+fewer, where no such interval exists. The t-interval assumes roughly normal repeats, a weaker
+footing than the rank test's, which is why it is only the fallback.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.schema import Result
-from dlperf.stats import mann_whitney_p, smallest_p
+from dlperf.stats import mann_whitney_p, mean_t_interval, smallest_p
 from dlperf.store import latest_per_config, load_result, load_results
 
 ALPHA = 0.05
@@ -63,7 +69,6 @@ def compare_results(a: Result, b: Result, threshold: float) -> Row | None:
     _, vb, _ = values_of(b)
     if not va or not vb:
         return None
-    ma, mb = a.metrics, b.metrics
     med_a, med_b = statistics.median(va), statistics.median(vb)
     change = med_b / med_a - 1
     p = None
@@ -71,10 +76,9 @@ def compare_results(a: Result, b: Result, threshold: float) -> Row | None:
         p = mann_whitney_p(va, vb)
         test, significant = "Mann-Whitney U", p <= ALPHA
     else:
-        sa = ma.loadgen_metric if ma.loadgen_metric and not better_up else ma.throughput
-        sb = mb.loadgen_metric if mb.loadgen_metric and not better_up else mb.throughput
-        test = "95% CI overlap"
-        significant = bool(sa and sb and (sa.ci_high < sb.ci_low or sb.ci_high < sa.ci_low))
+        (low_a, high_a), (low_b, high_b) = mean_t_interval(va), mean_t_interval(vb)
+        test = "95% CI overlap"  # of the means (module docstring)
+        significant = high_a < low_b or high_b < low_a
     worse = change < 0 if better_up else change > 0
     if abs(change) <= threshold:
         verdict = "no change"
@@ -113,7 +117,8 @@ def compare(a: Path, b: Path, threshold: float = 0.05) -> tuple[list[Row], list[
 def render_markdown(rows: list[Row], notes: list[str], threshold: float) -> str:
     lines = [
         f"Threshold {threshold:.0%}; significance: exact Mann-Whitney U at alpha {ALPHA}, or 95% "
-        "confidence intervals that do not overlap when there are too few repeats for it.",
+        "Student t confidence intervals of the means that do not overlap when there are too few "
+        "repeats for it.",
         "",
         "| configuration | metric | A | B | change | test | p | verdict |",
         "|---|---|---:|---:|---:|---|---:|---|",

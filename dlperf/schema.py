@@ -21,7 +21,10 @@ from dlperf import DlperfError
 # 2: spec.source, result.source and result.origin (official implementations)
 # 3: spec.practice, the environment's kind / interpreter / distributions digest, each repeat's
 #    env_digest and machine load (all optional: a version-2 file upgrades unchanged)
-SCHEMA_VERSION = 3
+# 4: a summary's ci_low / ci_high are the median's distribution-free interval (None below
+#    six values) with its achieved ci_coverage; up to 3 they were the mean's t-interval, which
+#    store.upgrade recomputes from the summary's own values
+SCHEMA_VERSION = 4
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
@@ -320,9 +323,18 @@ class SummaryStats(_Frozen):
     max: float
     stdev: float
     cv: float
-    ci_level: float
-    ci_low: float
-    ci_high: float
+    ci_level: float  # the confidence asked of the interval (0.95)
+    # The median's interval from order statistics (stats.median_ci_ranks): None when too few
+    # values reach ci_level, never outside [min, max]. ci_coverage is what it achieves exactly.
+    ci_low: float | None
+    ci_high: float | None
+    ci_coverage: float | None = None
+
+    @model_validator(mode="after")
+    def _interval_whole(self) -> SummaryStats:
+        if (self.ci_low is None) != (self.ci_high is None):
+            raise ValueError("ci_low and ci_high are both set or both None")
+        return self
 
 
 class Metrics(_Frozen):

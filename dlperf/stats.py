@@ -1,4 +1,4 @@
-"""Pure statistics on plain sequences: measurement windows, summaries, noise warnings.
+"""Pure statistics on plain sequences: measurement windows, summaries, intervals, noise warnings.
 
 Distributions and tests come from scipy.stats (imported inside the functions that need it:
 it costs more than half a second, and most commands never need it)."""
@@ -10,6 +10,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from dlperf.events import Mark
 from dlperf.schema import SummaryStats
@@ -109,29 +110,119 @@ def t_quantile_975(df: int) -> float:
     return float(stats.t.ppf(0.975, df))
 
 
+CI_LEVEL = 0.95  # the confidence asked of the median's interval
+
+
+@dataclass(frozen=True)
+class MedianCI:
+    """Ranks (1-based, in ascending order) of the order statistics that bound the median's
+    interval, and the coverage it achieves exactly: 1 - 2 P(B <= low_rank - 1), B binomial(n,
+    1/2)."""
+
+    low_rank: int
+    high_rank: int
+    coverage: float
+
+
+def median_ci_ranks(n: int, level: float = CI_LEVEL) -> MedianCI | None:
+    """The distribution-free interval for the median of n values: (x(k), x(n+1-k)), with k the
+    largest rank whose coverage is still at least `level`; None when even (x(1), x(n)) falls
+    short of it.
+
+    Each value lies below the true median with probability 1/2 whatever the distribution
+    (continuous), so the count B of values below it is binomial(n, 1/2), and (x(k), x(n+1-k))
+    holds the median unless B < k or B > n - k: coverage 1 - 2 P(B <= k - 1) (Conover,
+    Practical Nonparametric Statistics, 3rd ed., section 3.2; Hollander & Wolfe, section 3.6).
+    The coverage takes only discrete values, so it is reported as achieved (n=7: (x(1), x(7))
+    at 1 - 2/128 = 98.4 %) instead of pretending to be exactly `level`.
+
+    The rule is "coverage >= level, else no interval": at 95 % that needs n >= 6, because the
+    widest interval for n=5, (x(1), x(5)), covers only 1 - 2/32 = 93.75 %. Printing it as a
+    95 % interval would overstate it, so five repeats say "unavailable" too (issue 13 wrote
+    n < 5; n = 5 is not enough for the level the interval claims).
+
+    Binomial tail sums are exact integers (the same numbers as scipy.stats.binom.cdf, which the
+    tests check): no float rounding at the boundary, and no scipy import (half a second) for
+    every summary.
+    """
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    if not 0 < level < 1:
+        raise ValueError("level must lie in (0, 1)")
+    # P(B <= k - 1) <= (1 - level) / 2, as integers: tail * 2 * den <= (den - num) * 2**n
+    frac = Fraction(level).limit_denominator(10**6)  # 0.95 -> 19/20 exactly
+    allowed = (frac.denominator - frac.numerator) * 2**n
+    tail, term, k = 0, 1, 0  # tail = sum of C(n, i) for i < k; term = C(n, k)
+    while k < n and (tail + term) * 2 * frac.denominator <= allowed:
+        tail += term
+        term = term * (n - k) // (k + 1)
+        k += 1
+    if k == 0:  # even B = 0 alone (probability 2**-n) leaves too little for both tails
+        return None
+    coverage = 1 - 2 * Fraction(tail, 2**n)
+    return MedianCI(k, n + 1 - k, float(coverage))
+
+
+def median_ci_min_n(level: float = CI_LEVEL) -> int:
+    """The fewest values for which `median_ci_ranks` gives an interval (6 at 95 %)."""
+    n = 1
+    while median_ci_ranks(n, level) is None:
+        n += 1
+    return n
+
+
+MEDIAN_CI_MIN_N = median_ci_min_n()
+
+
+def ci_text(s: SummaryStats, digits: int = 2) -> str:
+    """The median's interval for people: 'low–high', or why there is none (never 'None')."""
+    if s.ci_low is None or s.ci_high is None:
+        return f"n/a ({s.n} < {MEDIAN_CI_MIN_N} repeats)"
+    return f"{s.ci_low:.{digits}f}–{s.ci_high:.{digits}f}"
+
+
+def mean_t_interval(values: Sequence[float]) -> tuple[float, float]:
+    """The 95 % Student t interval of the mean, mean ± t(0.975, n-1) s / sqrt(n); a single
+    value gives the zero-width interval at it. Used by `dlperf compare` only where its repeats
+    are too few for any order-statistic interval or rank test (it assumes normal values)."""
+    if not values:
+        raise ValueError("no values for an interval")
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return mean, mean
+    half = t_quantile_975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean - half, mean + half
+
+
 def summarize(values: Sequence[float], unit: str = "") -> SummaryStats:
-    """Median, mean, spread and the 95 % Student t interval of the mean, in the stored form
-    (`schema.SummaryStats`, one list of the fields); `unit` is the values' unit."""
+    """Median, mean, spread and the median's distribution-free 95 % interval, in the stored
+    form (`schema.SummaryStats`, one list of the fields); `unit` is the values' unit.
+
+    The interval is the one for the headline, the median (`median_ci_ranks`): order statistics
+    of the values themselves, so it never leaves [min, max] (never negative for positive
+    values). Below MEDIAN_CI_MIN_N values it is None, with `ci_coverage` None too."""
     if not values:
         raise ValueError("no values to summarize")
     vals = tuple(float(v) for v in values)
     n = len(vals)
     mean = statistics.fmean(vals)
     stdev = statistics.stdev(vals) if n > 1 else 0.0
-    half = t_quantile_975(n - 1) * stdev / math.sqrt(n) if n > 1 else 0.0
+    ordered = sorted(vals)
+    ranks = median_ci_ranks(n, CI_LEVEL)
     return SummaryStats(
         unit=unit,
         values=list(vals),
         n=n,
         median=statistics.median(vals),
         mean=mean,
-        min=min(vals),
-        max=max(vals),
+        min=ordered[0],
+        max=ordered[-1],
         stdev=stdev,
         cv=stdev / mean if mean else 0.0,
-        ci_level=0.95,
-        ci_low=mean - half,
-        ci_high=mean + half,
+        ci_level=CI_LEVEL,
+        ci_low=ordered[ranks.low_rank - 1] if ranks else None,
+        ci_high=ordered[ranks.high_rank - 1] if ranks else None,
+        ci_coverage=ranks.coverage if ranks else None,
     )
 
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from dlperf import DlperfError
 from dlperf.files import StorageError, atomic_write
 from dlperf.schema import SCHEMA_VERSION, Result
+from dlperf.stats import CI_LEVEL, median_ci_ranks
 
 DEFAULT_RESULTS_DIR = Path("results")
 
@@ -46,7 +47,37 @@ def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:
         data = {**data, "schema_version": 2}
     if data["schema_version"] == 2:  # 3 only added optional fields (practice, env kind, load)
         data = {**data, "schema_version": 3}
+    if data["schema_version"] == 3:  # 4 redefined the summaries' interval: recomputed
+        data = {**data, "schema_version": 4}
+        if "metrics" in data:
+            data["metrics"] = _median_intervals(data["metrics"])
     return data
+
+
+def _median_intervals(metrics: Any) -> Any:
+    """Version 3's summaries held the mean's t-interval under ci_low / ci_high; 4's hold the
+    median's. Relabelling would misstate them, so each is recomputed from the summary's own
+    stored values (the ok repeats'), exactly as `stats.summarize` computes it today."""
+    if not isinstance(metrics, dict):
+        return metrics  # not a result's metrics: validation reports it
+    out = dict(metrics)
+    for name in ("throughput", "step_time_ms", "loadgen_metric"):
+        summary = out.get(name)
+        if not isinstance(summary, dict) or not isinstance(summary.get("values"), list):
+            continue
+        try:
+            ordered = sorted(float(v) for v in summary["values"])
+            ranks = median_ci_ranks(len(ordered), CI_LEVEL) if ordered else None
+        except (TypeError, ValueError):
+            continue  # malformed values: left as they are for validation to refuse
+        out[name] = {
+            **summary,
+            "ci_level": CI_LEVEL,
+            "ci_low": ordered[ranks.low_rank - 1] if ranks else None,
+            "ci_high": ordered[ranks.high_rank - 1] if ranks else None,
+            "ci_coverage": ranks.coverage if ranks else None,
+        }
+    return out
 
 
 class SkippedResult(UserWarning):
@@ -128,7 +159,8 @@ def single_device_key(spec) -> str:  # spec: BenchmarkSpec
 _INT_COLUMNS = ("nodes", "devices_per_node", "batch_size", "image_size", "seq_len", "skip",
                 "measure", "repeats", "repeats_run", "throughput_n")  # fmt: skip
 _BOOL_COLUMNS = ("loadgen_valid", "latency_target_met")  # None where not measured
-_SUMMARY = ("median", "mean", "min", "max", "stdev", "cv", "ci_low", "ci_high")
+# ci_low / ci_high: the median's 95 % interval, NaN (empty in CSV) below six ok repeats
+_SUMMARY = ("median", "mean", "min", "max", "stdev", "cv", "ci_low", "ci_high", "ci_coverage")
 _FLOAT_COLUMNS = ("latency_target_ms", "mfu", "achieved_flops", "peak_flops",
                   *(f"throughput_{name}" for name in _SUMMARY))  # fmt: skip
 _ENVIRONMENT = ("dlperf_version", "framework_version", "python", "host", "os", "device_name",

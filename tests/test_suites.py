@@ -19,7 +19,7 @@ from dlperf.report.suites import fambench_table, superbench_metrics
 from dlperf.schema import BenchmarkSpec, Environment, Repeat, RepeatStatus, Window
 from dlperf.score import family, freeze, score
 from dlperf.stats import mann_whitney_p, smallest_p
-from dlperf.store import write_result
+from dlperf.store import load_result, write_result
 
 ENVIRONMENT = Environment(dlperf_version="test", host="test-host", os="linux")
 
@@ -106,6 +106,58 @@ def test_compare_with_three_repeats_falls_back_to_confidence_intervals(tmp_path:
     assert r.change == pytest.approx(-0.15) and r.verdict == "within noise"
     faster = store(tmp_path / "d", result("resnet50", [120, 121, 119]))
     assert compare(a, faster)[0][0].verdict == "improvement"
+
+
+def test_compare_fallback_is_the_means_t_interval_from_the_repeats(tmp_path: Path) -> None:
+    # 3 vs 3: [100, 101, 99] gives 100 ± t(0.975, 2) s / sqrt(3) = 100 ± 4.303 / 1.732, so
+    # 97.52..102.48; [94, 95, 93] gives 91.52..96.48, apart from it: a regression...
+    a = store(tmp_path / "a", result("resnet50", [100, 101, 99]))
+    apart = store(tmp_path / "b", result("resnet50", [94, 95, 93]))
+    (r,), _ = compare(a, apart, threshold=0.03)
+    assert r.test == "95% CI overlap" and r.verdict == "regression"
+    # ...while [96, 97, 95], 93.52..98.48, overlaps it: within noise, although 4 % lower.
+    near = store(tmp_path / "c", result("resnet50", [96, 97, 95]))
+    (r,), _ = compare(a, near, threshold=0.03)
+    assert r.change == pytest.approx(-0.04) and r.verdict == "within noise"
+    # ...and a stored summary's interval (the median's, None for 3 repeats) is not used.
+    assert load_result(next((tmp_path / "a").glob("*/*.json"))).metrics.throughput.ci_low is None
+
+
+def test_a_version_3_file_gets_the_medians_interval_recomputed(tmp_path: Path) -> None:
+    seven = result("resnet50", [100.0, 30.0, 101.0, 99.0, 102.0, 98.0, 100.5])
+    path = write_result(tmp_path, seven)
+    old = json.loads(path.read_text())
+    t = old["metrics"]["throughput"]
+    assert (t["ci_low"], t["ci_high"], t["ci_coverage"]) == (30.0, 102.0, 0.984375)
+    # What version 3 stored: the mean's t-interval (here reaching down to 68.6), no coverage.
+    mean = sum(t["values"]) / 7
+    half = 2.4469118 * t["stdev"] / math.sqrt(7)
+    del t["ci_coverage"]
+    t.update(ci_low=mean - half, ci_high=mean + half)
+    path.write_text(json.dumps({**old, "schema_version": 3}))
+    loaded = load_result(path)
+    assert loaded.schema_version == 4 and loaded == seven
+    three = result("resnet50", [100.0, 101.0, 99.0])
+    path = write_result(tmp_path, three)
+    old = json.loads(path.read_text())
+    old["metrics"]["throughput"].update(ci_low=98.5, ci_high=101.5)
+    del old["metrics"]["throughput"]["ci_coverage"]
+    path.write_text(json.dumps({**old, "schema_version": 3}))
+    assert load_result(path).metrics.throughput.ci_low is None  # unavailable, not relabelled
+
+
+def test_cli_summary_shows_the_interval_or_why_not() -> None:
+    from rich.console import Console
+
+    from dlperf.cli.render import print_summary
+
+    cases = [([100.0, 101.0, 99.0], "95% CI of the median n/a (3 < 6 repeats)"),
+             ([float(v) for v in range(90, 97)], "95% CI of the median 90.00–96.00")]  # fmt: skip
+    for values, shown in cases:
+        out = Console(record=True, width=300)
+        print_summary(out, result("resnet50", values), Path("x.json"))
+        text = out.export_text()
+        assert shown in text and "None" not in text
 
 
 def test_compare_names_configurations_only_one_side_has(tmp_path: Path) -> None:
@@ -209,14 +261,17 @@ def test_export_csv_round_trips_the_stored_results(tmp_path: Path) -> None:
         if t is None:  # the failed result: no throughput, nothing invented
             assert row["throughput_n"] == 0 and pd.isna(row["throughput_median"])
             continue
-        for name in ("median", "mean", "min", "max", "stdev", "cv", "ci_low", "ci_high"):
+        for name in ("median", "mean", "min", "max", "stdev", "cv"):
             assert row[f"throughput_{name}"] == getattr(t, name), name  # exact: floats in full
-        assert row["throughput_n"] == t.n == 3
+        # Three repeats have no 95 % interval of the median: empty cells, never "None"
+        assert row["throughput_n"] == t.n == 3 and t.ci_low is None
+        assert all(pd.isna(row[f"throughput_{n}"]) for n in ("ci_low", "ci_high", "ci_coverage"))
         for key, value in r.metrics.latency_ms.items():
             assert row[f"latency_ms_{key}"] == value
     resnet, bert = (frame.set_index("id").loc[f"id-{m}"] for m in ("resnet50-100.5", "bert-40.1"))
     assert resnet["image_size"] == 224 and resnet["throughput_median"] == 100.5
     assert bert["latency_ms_p50"] == 15.0 and pd.isna(bert["mfu"])  # p50 of 10 and 20 ms
+    assert "None" not in out.stdout
     target = tmp_path / "results.csv"
     assert CliRunner().invoke(app, [*args, "--out", str(target)]).exit_code == 0
     assert target.read_text() == out.stdout

@@ -12,6 +12,8 @@ from rich.markup import escape as esc
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from dlperf.stats import ci_text
+
 console = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
@@ -48,7 +50,7 @@ def print_summary(out: Console, result, path: Path) -> None:
         out.print(
             f"[bold]median {t.median:.2f} samples/s[/] over {t.n} repeat(s) "
             f"(min {t.min:.2f}, max {t.max:.2f}, CV {t.cv:.1%}, "
-            f"95% CI {t.ci_low:.2f}–{t.ci_high:.2f})"
+            f"95% CI of the median {ci_text(t)})"
         )
     m = result.metrics
     if m.score is not None:
