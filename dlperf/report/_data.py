@@ -10,6 +10,7 @@ from dlperf.schema import (
     IMPLS,
     MODES,
     PRECISIONS,
+    SCENARIOS,
     Repeat,
     RepeatStatus,
     Result,
@@ -44,6 +45,8 @@ class Config:
     nodes: int
     devices_per_node: int
     source: str = ""  # official implementations: "<manifest> @ <commit12>"
+    scenario: str = ""  # MLPerf LoadGen's scenario ("" without LoadGen)
+    loadgen: tuple[tuple[str, float], ...] = ()  # LoadGen's test settings as given
 
     @classmethod
     def of(cls, result: Result) -> Config:
@@ -62,6 +65,8 @@ class Config:
             nodes=s.nodes,
             devices_per_node=s.devices_per_node,
             source=source_label(result),
+            scenario=s.scenario or "",
+            loadgen=tuple(sorted(s.loadgen.items())),
         )
 
     def row_key(self) -> Config:
@@ -76,6 +81,8 @@ class Config:
             self.options,
             self.practice,
             _rank(self.mode, MODES),
+            _rank(self.scenario, ("", *SCENARIOS)),
+            self.loadgen,
             _rank(self.precision, PRECISIONS),
             self.xla,
             _rank(self.device, DEVICES),
@@ -86,6 +93,14 @@ class Config:
 
     def sort_key(self) -> tuple:
         return (*self.group(), self.batch, self.nodes, self.devices_per_node)
+
+    @property
+    def mode_label(self) -> str:
+        """The mode, and a LoadGen run's scenario with the settings it was given."""
+        if not self.scenario:
+            return self.mode
+        settings = ", ".join(f"{k}={v:g}" for k, v in self.loadgen)
+        return f"{self.mode} · LoadGen {self.scenario}" + (f" ({settings})" if settings else "")
 
     @property
     def precision_label(self) -> str:
@@ -116,7 +131,8 @@ class Config:
         return f"{self.nodes}x{self.devices_per_node}"
 
     def group_title(self) -> str:
-        parts = [self.mode, self.precision_label, self.device, self.shape_label, self.impl_label]
+        parts = [self.mode_label, self.precision_label, self.device, self.shape_label,
+                 self.impl_label]  # fmt: skip
         if self.practice:
             parts.append(f"best practice: {self.practice_label}")
         return " · ".join(parts)

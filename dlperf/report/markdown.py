@@ -39,6 +39,7 @@ def render_model_report(results: Sequence[Result], model: str) -> str:
     lines = [f"# {model}: {description}", "", GENERATED, ""]
     if not chosen:
         return "\n".join([*lines, "No results for this model yet.", ""])
+    lines += [_provenance(chosen), ""]
     if is_smoke(chosen):
         lines += [f"> **Note:** {SMOKE_NOTE}.", ""]
     lines += [_summary(chosen), ""]
@@ -80,13 +81,32 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [*out, ""]
 
 
+def _provenance(results: Sequence[Result]) -> str:
+    """Which results the page was made from: deterministic, so the same results give the same
+    page (the results' own times and dlperf versions, never the time of `dlperf report`)."""
+    made = sorted(r.created for r in results)
+    versions = sorted({r.environment.dlperf_version for r in results})
+    span = made[0][:16].replace("T", " ")
+    if made[-1][:16] != made[0][:16]:
+        span += f" to {made[-1][:16].replace('T', ' ')}"
+    return (
+        f"Made from {len(results)} result{'s' if len(results) != 1 else ''} measured or "
+        f"imported {span} (UTC) by dlperf {', '.join(versions)}."
+    )
+
+
 def _summary(results: Sequence[Result]) -> str:
     counts = {s: sum(r.status == s for r in results) for s in ResultStatus}
     status = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
     n = len(results)
+    units = ["samples/s"]
+    if any(r.spec.scenario for r in results):
+        units.append("LoadGen metrics in their own units")
+    if any(r.metrics.score is not None for r in results):
+        units.append("microbenchmark scores in TF/s or GB/s")
     return (
         f"{n} configuration{'s' if n != 1 else ''} ({status}); "
-        f"frameworks: {', '.join(frameworks(results))}. Units: samples/s."
+        f"frameworks: {', '.join(frameworks(results))}. Units: {'; '.join(units)}."
     )
 
 
@@ -181,6 +201,23 @@ def _hardware(results: Sequence[Result]) -> list[str]:
     ]
 
 
+def _loadgen_cell(result: Result) -> str:
+    """A LoadGen configuration's number: its scenario's metric in its unit over the VALID
+    repeats, and how many repeats LoadGen judged VALID."""
+    runs = [r.loadgen for r in result.repeats if r.loadgen]
+    valid = sum(run.valid for run in runs)
+    verdict = (
+        "VALID" if runs and valid == len(runs) else f"INVALID ({len(runs) - valid}/{len(runs)})"
+    )
+    m = result.metrics.loadgen_metric
+    if m is None:
+        return verdict if runs else _median(result)
+    # The metric's name where the unit does not say it: "scheduled", "early-stopping p90".
+    which = (runs[0].metric if runs else "").replace("samples per second", "")
+    which = which.replace(" latency", "").strip()
+    return f"{m.median:.2f} {m.unit}{f' {which}' if which else ''}, {verdict}"
+
+
 def _median(result: Result, with_counts: bool = True) -> str:
     t = result.metrics.throughput
     if result.status == ResultStatus.failed or t is None:
@@ -200,10 +237,14 @@ def _cells(results: list[Result] | float) -> str:
     the framework did not run is NaN."""
     if not isinstance(results, list):
         return DASH
+
+    def number(r: Result) -> str:
+        return _loadgen_cell(r) if r.spec.scenario else _median(r)
+
     if len(results) == 1:
-        return _median(results[0])
+        return number(results[0])
     return "; ".join(
-        f"{_median(r)} ({r.spec.source or Config.of(r).practice_label})" for r in results
+        f"{number(r)} ({r.spec.source or Config.of(r).practice_label or r.id})" for r in results
     )
 
 
@@ -221,12 +262,20 @@ def _cross_framework(results: Sequence[Result], model: str) -> list[str]:
     ]
     rows = []
     for c, cells in zip(configs(results), grid.map(_cells).itertuples(index=False), strict=True):
-        row = [c.mode, c.precision_label, c.device, str(c.batch), c.shape_label, c.topology]
+        row = [c.mode_label, c.precision_label, c.device, str(c.batch), c.shape_label,
+               c.topology]  # fmt: skip
         rows.append([*row, c.impl_label, *cells])
     return [
         "## Cross-framework",
         "",
-        "Median samples/s per configuration and framework; `(k/n ok)` marks a partial result "
+        "Median samples/s per configuration and framework"
+        + (
+            " (a LoadGen configuration: its scenario's metric over the VALID repeats, in its "
+            "unit, and whether LoadGen judged every repeat VALID)"
+            if any(r.spec.scenario for r in results)
+            else ""
+        )
+        + "; `(k/n ok)` marks a partial result "
         f"(statistics over the ok repeats only), {DASH} a configuration not run. `ootb` is "
         "dlperf's own workload, `official` the framework's official upstream script (which "
         "upstream and commit: per-framework sections and *Implementations* below).",
@@ -244,18 +293,33 @@ def _framework_section(
     lines = [f"## {framework}", ""]
     for _, group in groupby(mine, key=lambda r: Config.of(r).group()):
         group = list(group)
-        lines += [f"### {Config.of(group[0]).group_title()}", ""]
+        config = Config.of(group[0])
+        lines += [f"### {config.group_title()}", ""]
+        # Speedup and scaling efficiency compare topologies of this one configuration: a table
+        # with a single topology has nothing to compare.
+        scaling = len({(r.spec.nodes, r.spec.devices_per_node) for r in group}) > 1
         base = {
             r.spec.batch_size: r.metrics.throughput.median
             for r in group
-            if r.spec.nodes == 1
+            if scaling
+            and r.spec.nodes == 1
             and r.spec.devices_per_node == 1
             and r.metrics.throughput is not None
             and r.status != ResultStatus.failed
         }
+        columns = ["nodes", "devices/node", "batch/device", "median samples/s"]
+        columns += ["speedup", "scaling efficiency"] if scaling else []
+        if config.scenario:
+            columns += ["LoadGen metric"]
+        elif config.mode == "infer":
+            columns += ["latency p50 / p99 (ms)"]
+        if any(r.metrics.score is not None for r in group):
+            columns += ["score"]
+        columns += ["min–max", "95% CI", "CV", "repeats ok", "MFU", "busy", "window"]
         rows, notes = [], []
         for r in group:
-            rows.append(_framework_row(r, base.get(r.spec.batch_size), footnotes))
+            cells = _framework_row(r, base.get(r.spec.batch_size), footnotes)
+            rows.append([cells[name] for name in columns])
             failed = first_failed(r)
             if failed is not None:
                 what = f"{r.spec.nodes}x{r.spec.devices_per_node}, batch {r.spec.batch_size}"
@@ -264,28 +328,15 @@ def _framework_section(
                     f"- {what}: {r.status.value}; repeat {failed.index} "
                     f"{failed.status.value}: {message}"
                 )
-        header = [
-            "nodes",
-            "devices/node",
-            "batch/device",
-            "median samples/s",
-            "speedup",
-            "scaling efficiency",
-            "min–max",
-            "95% CI",
-            "CV",
-            "repeats ok",
-            "MFU",
-            "busy",
-            "window",
-        ]
-        lines += _table(header, rows)
+        lines += _table(columns, rows)
         if notes:
             lines += [*notes, ""]
     return lines
 
 
-def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]) -> list[str]:
+def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]) -> dict[str, str]:
+    """Every column a per-framework table may show, by name (each table picks those that
+    apply to its configuration)."""
     s, t, m = result.spec, result.metrics.throughput, result.metrics
     ok = result.status != ResultStatus.failed and t is not None
     speedup = f"{t.median / base:.2f}" if ok and base else DASH
@@ -299,21 +350,27 @@ def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]
         mfu = f"{100 * m.mfu:.2f}%"
         if m.peak_source in footnotes:
             mfu += f"[^{footnotes[m.peak_source]}]"
-    return [
-        str(s.nodes),
-        str(s.devices_per_node),
-        str(s.batch_size),
-        _median(result, with_counts=False),
-        speedup,
-        efficiency,
-        f"{t.min:.2f}–{t.max:.2f}" if ok else DASH,
-        ci_text(t) if ok else DASH,
-        f"{100 * t.cv:.1f}%" if ok else DASH,
-        f"{ok_count(result)}/{len(result.repeats)}",
-        mfu,
-        DASH if busy is None else f"{100 * busy:.0f}%",
-        _window(result),
-    ]
+    latency = DASH
+    if "p50" in m.latency_ms and "p99" in m.latency_ms:
+        latency = f"{m.latency_ms['p50']:.3g} / {m.latency_ms['p99']:.3g}"
+    return {
+        "nodes": str(s.nodes),
+        "devices/node": str(s.devices_per_node),
+        "batch/device": str(s.batch_size),
+        "median samples/s": _median(result, with_counts=False),
+        "speedup": speedup,
+        "scaling efficiency": efficiency,
+        "LoadGen metric": _loadgen_cell(result) if s.scenario else DASH,
+        "latency p50 / p99 (ms)": latency,
+        "score": DASH if m.score is None else f"{m.score:.4g} {m.score_unit or ''}".rstrip(),
+        "min–max": f"{t.min:.2f}–{t.max:.2f}" if ok else DASH,
+        "95% CI": ci_text(t) if ok else DASH,
+        "CV": f"{100 * t.cv:.1f}%" if ok else DASH,
+        "repeats ok": f"{ok_count(result)}/{len(result.repeats)}",
+        "MFU": mfu,
+        "busy": DASH if busy is None else f"{100 * busy:.0f}%",
+        "window": _window(result),
+    }
 
 
 def _window(result: Result) -> str:
