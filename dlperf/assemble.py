@@ -30,6 +30,8 @@ from dlperf.schema import (
 )
 from dlperf.stats import (
     PERCENTILES,
+    RERUN_NEUTRAL,
+    RERUN_WITH_REPEATS,
     TooFewSteps,
     WindowThroughput,
     ZeroLengthWindow,
@@ -203,8 +205,12 @@ def build_result(
     peak_source = None
     if ok:
         throughput = summarize([r.throughput for r in ok], "samples/s")
-        warnings += noise_warnings(throughput)
-        noisy = bool(noise_warnings(throughput))
+        # An imported log's result was made by a command this one does not know: no option
+        # to suggest, only what to do.
+        more = RERUN_NEUTRAL if imported else RERUN_WITH_REPEATS
+        noise = noise_warnings(throughput, more_repeats=more)
+        warnings += noise
+        noisy = bool(noise)
         busy = [r for r in ok if r.machine_load and r.machine_load.other_share > BUSY_SHARE]
         if busy:
             noisy = True

@@ -249,11 +249,23 @@ def latency_percentiles(values: Sequence[float]) -> dict[str, float]:
     return {percentile_name(q): percentile(values, q) for q in PERCENTILES}
 
 
-def noise_warnings(s: SummaryStats, what: str = "throughput", cv_limit: float = 0.10) -> list[str]:
-    """pyperf-style warnings: say that a number is unstable instead of hiding it."""
+# How to get more repeats, in the caller's terms: a warning suggests only what its command has.
+RERUN_WITH_REPEATS = "use --repeats 7"  # `dlperf run` (a sweep runs through the same code)
+RERUN_NEUTRAL = "re-run with 7 repeats"  # imported logs: `dlperf parse` has no --repeats
+
+
+def noise_warnings(
+    s: SummaryStats,
+    what: str = "throughput",
+    cv_limit: float = 0.10,
+    *,
+    more_repeats: str = RERUN_NEUTRAL,
+) -> list[str]:
+    """pyperf-style warnings: say that a number is unstable instead of hiding it.
+    `more_repeats` is the advice for too few repeats, worded for the command that made them."""
     out = []
     if s.n < 3:
-        out.append(f"only {s.n} repeat(s) of {what}: too few to judge stability; use --repeats 7")
+        out.append(f"only {s.n} repeat(s) of {what}: too few to judge stability; {more_repeats}")
     if s.cv > cv_limit:
         out.append(
             f"{what} is noisy: the standard deviation is {s.cv:.1%} of the mean "

@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from dlperf import DlperfError
+from dlperf.cli import app
 from dlperf.importers.fambench import import_logs as import_fambench
 from dlperf.importers.fambench import parse_bmlog
 from dlperf.importers.loadgen import import_dirs
@@ -189,6 +191,29 @@ def test_a_submission_tree_imports_its_runs_and_skips_accuracy(
         assert len(result.repeats) == 2 and result.status == ResultStatus.ok
         assert sum("accuracy-mode" in w for w in result.warnings) == 2
     assert by_benchmark["retinanet"].spec.options["system"] == "sysB"
+
+
+@pytest.mark.parametrize("suite, values", [
+    ("mlperf_loadgen", [1980.73, 189633.0, 307629.0]),  # LoadGen's metric per folder
+    ("fambench", [7.08, 6050.92]),  # the score: TF/s (linear micro), ex/s (DLRM)
+])  # fmt: skip
+def test_parse_suites_json_is_the_stored_results(
+    fixtures: Path, tmp_path: Path, suite: str, values: list[float]
+) -> None:
+    what = "mlperf" if suite == "mlperf_loadgen" else suite
+    out = CliRunner().invoke(app, ["parse", what, str(fixtures / suite), "--json",
+                                   "--results-dir", str(tmp_path)])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    printed = json.loads(out.stdout)  # several results: a list, each as stored
+    stored = [json.loads(p.read_text()) for p in tmp_path.rglob("*.json")]
+    assert sorted(printed, key=lambda r: r["id"]) == sorted(stored, key=lambda r: r["id"])
+    metrics = [r["metrics"] for r in printed]
+    got = [m["score"] if m["score"] is not None else m["loadgen_metric"]["median"]
+           for m in metrics]  # fmt: skip
+    assert sorted(got) == pytest.approx(values, abs=0.01)
+    # One log each: too few repeats, and the advice names no option `parse` lacks.
+    assert all(any("re-run with 7 repeats" in w for w in r["warnings"]) for r in printed)
+    assert "--repeats" not in out.stdout + out.stderr
 
 
 # ------------------------------------------------------------------------------- FAMBench

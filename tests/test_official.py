@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from dlperf import DlperfError
+from dlperf.cli import app
 from dlperf.importers.dlperf_logs import group_logs, import_logs, path_settings
 from dlperf.schema import RepeatStatus, ResultStatus
 from dlperf.store import load_results
@@ -55,6 +59,42 @@ def test_parse_and_report_reproduce_dlperf_tf2_resnet50(fixtures: Path, tmp_path
         )
     assert "official: tensorflow-models-resnet50 @ " in md
     assert "| imported log | ok |" in md
+
+
+def test_parse_json_prints_the_stored_results_alone_on_stdout(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    tree, res = fixtures / "dlperf" / "tf2_resnet50", tmp_path / "results"
+    args = ["parse", "tensorflow", "resnet50", "--impl", "official", "--results-dir", str(res)]
+    out = CliRunner().invoke(app, [*args, str(tree), "--json"])
+    assert out.exit_code == 0, out.output
+    printed = json.loads(out.stdout)  # four configurations: a list of the stored files
+    stored = [json.loads(p.read_text()) for p in res.rglob("*.json")]
+    assert sorted(printed, key=lambda r: r["id"]) == sorted(stored, key=lambda r: r["id"])
+    printed.sort(key=lambda r: r["spec"]["devices_per_node"])
+    for r, (devices, median, _) in zip(printed, PUBLISHED, strict=True):
+        assert r["spec"]["devices_per_node"] == int(devices) and r["origin"] == "parse"
+        assert r["metrics"]["throughput"]["median"] == pytest.approx(float(median), rel=0.001)
+    assert out.stderr.count(" -> ") == 4  # the human lines, on stderr
+    # One configuration: its file as stored, byte for byte, as `dlperf run --json` prints it.
+    one = CliRunner().invoke(app, [*args, str(tree / "1n1g"), "--json"])
+    assert one.exit_code == 0, one.output
+    paths = {json.loads(p.read_text())["id"]: p for p in res.rglob("*.json")}
+    assert one.stdout == paths[json.loads(one.stdout)["id"]].read_text()
+
+
+def test_parse_suggests_no_option_it_lacks(fixtures: Path, tmp_path: Path) -> None:
+    logs = tmp_path / "1n1g"  # two repeats: too few to judge stability
+    logs.mkdir()
+    for name in ("rn50_b128_fp32_1.log", "rn50_b128_fp32_2.log"):
+        shutil.copy(fixtures / "dlperf" / "tf2_resnet50" / "1n1g" / name, logs)
+    out = CliRunner().invoke(app, ["parse", "tensorflow", "resnet50", str(logs), "--impl",
+                                   "official", "--results-dir", str(tmp_path / "r")])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "too few to judge stability; re-run with 7 repeats" in out.stdout
+    assert "--repeats" not in out.output
+    (stored,) = load_results(tmp_path / "r")
+    assert not any("--repeats" in w for w in stored.warnings)
 
 
 def test_dlperf_paths_give_the_configuration() -> None:

@@ -206,6 +206,13 @@ def test_noise_warnings_flag_unstable_numbers():
     assert any("too few" in w for w in noise_warnings(summarize([1.0, 1.0])))
 
 
+def test_too_few_repeats_advice_names_only_what_the_caller_has():
+    (neutral,) = noise_warnings(summarize([1.0, 1.0]))  # a core default: no command's option
+    assert neutral.endswith("too few to judge stability; re-run with 7 repeats")
+    (run,) = noise_warnings(summarize([1.0, 1.0]), more_repeats="use --repeats 7")
+    assert run.endswith("; use --repeats 7")
+
+
 def test_marks_that_all_lie_after_the_window_are_too_few_steps():
     marks = [Mark(150, 1.0, 0.0), Mark(200, 2.0, 100.0)]  # a log that starts late
     with pytest.raises(TooFewSteps, match="no two marks lie inside the window steps 20..120"):

@@ -77,6 +77,17 @@ def test_mann_whitney_normal_approximation_for_large_samples() -> None:
     assert mann_whitney_p(a, b) == pytest.approx(math.erfc(z / math.sqrt(2)))
 
 
+def test_run_results_suggest_repeats_and_imported_ones_a_neutral_rerun() -> None:
+    ran = result("resnet50", [100.0, 101.0])  # built as `dlperf run` builds it
+    assert "only 2 repeat(s) of throughput: too few to judge stability; use --repeats 7" in (
+        ran.warnings
+    )
+    imported = build_result(ran.spec, "id-imported", ran.repeats, environment=ENVIRONMENT,
+                            imported=True)  # fmt: skip
+    assert not any("--repeats" in w for w in imported.warnings)
+    assert any(w.endswith("re-run with 7 repeats") for w in imported.warnings)
+
+
 # -------------------------------------------------------------------------------- compare
 
 
@@ -94,6 +105,22 @@ def test_compare_flags_a_significant_regression_and_exits_2(tmp_path: Path) -> N
     out = CliRunner().invoke(app, ["compare", str(a), str(b)])
     assert out.exit_code == 2 and "**regression**" in out.output
     assert CliRunner().invoke(app, ["compare", str(a), str(a)]).exit_code == 0
+
+
+def test_compare_json_is_every_row_field_and_the_notes(tmp_path: Path) -> None:
+    a = store(tmp_path / "a", result("resnet50", [100, 101, 99, 100, 102, 98, 100]),
+              result("bert", [50, 51, 49]))  # fmt: skip
+    b = store(tmp_path / "b", result("resnet50", [90, 91, 89, 90, 92, 88, 90]),
+              result("lstm", [10, 11, 9]))  # fmt: skip
+    rows, notes = compare(a, b, 0.02)
+    out = CliRunner().invoke(app, ["compare", str(a), str(b), "--threshold", "0.02", "--json"])
+    assert out.exit_code == 2  # a regression, as without --json
+    data = json.loads(out.stdout)  # stdout is the JSON alone; the table went to stderr
+    assert data == {"threshold": 0.02, "rows": [r.__dict__ for r in rows], "notes": notes}
+    (row,) = data["rows"]
+    assert row["a"] == 100 and row["b"] == 90 and row["change"] == pytest.approx(-0.10)
+    assert row["p"] == pytest.approx(2 / 3432) and row["verdict"] == "regression"
+    assert len(data["notes"]) == 2 and "**regression**" in out.stderr
 
 
 def test_compare_with_three_repeats_falls_back_to_confidence_intervals(tmp_path: Path) -> None:
@@ -202,6 +229,27 @@ def test_score_names_what_the_results_lack(tmp_path: Path) -> None:
     assert out.exit_code == 0 and "score 1100.0" in out.output and "not in these" in out.output
 
 
+def test_score_json_is_the_score_and_its_parts(tmp_path: Path) -> None:
+    ref_dir = store(tmp_path / "ref", result("resnet50", [100]), result("resnet101", [50]),
+                    result("bert", [40]))  # fmt: skip
+    reference = tmp_path / "ref.json"
+    frozen = CliRunner().invoke(app, ["score", "--freeze", str(reference), "--json",
+                                      "--results-dir", str(ref_dir)])  # fmt: skip
+    assert frozen.exit_code == 0 and json.loads(frozen.stdout) == json.loads(reference.read_text())
+    new = store(tmp_path / "new", result("resnet50", [200]), result("resnet101", [50]))
+    out = CliRunner().invoke(app, ["score", "--reference", str(reference), "--json",
+                                   "--results-dir", str(new)])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    r50, r101 = (result(m, [1]).spec.config_key() for m in ("resnet50", "resnet101"))
+    assert data["total"] == pytest.approx(1000 * math.sqrt(2))  # bert is missing: resnet alone
+    assert data["families"] == {"resnet": pytest.approx(1000 * math.sqrt(2))}
+    assert data["speedups"] == {r50: 2.0, r101: 1.0} and data["weights"] == {r50: 0.5, r101: 0.5}
+    assert data["members"] == {"resnet": [r101, r50]} and len(data["missing"]) == 1
+    assert data["reference"] == str(reference)
+    assert "score 1414.2" in out.stderr and "not in these results" in out.stderr
+
+
 def test_families() -> None:
     assert [family(m) for m in ("resnet50", "resnet152", "gpt2-xl", "bert-large", "lstm")] == [
         "resnet", "resnet", "gpt2", "bert", "lstm"
@@ -274,6 +322,30 @@ def test_export_csv_round_trips_the_stored_results(tmp_path: Path) -> None:
     assert "None" not in out.stdout
     target = tmp_path / "results.csv"
     assert CliRunner().invoke(app, [*args, "--out", str(target)]).exit_code == 0
+    assert target.read_text() == out.stdout
+
+
+def test_export_json_is_the_csv_rows_as_objects(tmp_path: Path) -> None:
+    import pandas as pd
+
+    stored_for_export(tmp_path / "res")
+    args = ["export", "--results-dir", str(tmp_path / "res"), "--format"]
+    csv = pd.read_csv(io.StringIO(CliRunner().invoke(app, [*args, "csv"]).stdout))
+    out = CliRunner().invoke(app, [*args, "json"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.stdout)
+    assert [list(row) for row in rows] == [list(csv.columns)] * len(csv)
+    for row, (_, expected) in zip(rows, csv.iterrows(), strict=True):
+        for column, value in row.items():
+            if value is None:  # missing, as in the CSV: no value invented
+                assert pd.isna(expected[column]), column
+            else:
+                assert value == expected[column], column  # floats in full, as in the CSV
+    resnet = next(row for row in rows if row["model"] == "resnet50")
+    assert resnet["throughput_median"] == 100.5 and resnet["throughput_n"] == 3
+    assert resnet["latency_target_met"] is None and resnet["noisy"] is False
+    target = tmp_path / "results.json"
+    assert CliRunner().invoke(app, [*args, "json", "--out", str(target)]).exit_code == 0
     assert target.read_text() == out.stdout
 
 

@@ -198,6 +198,13 @@ ParseMeasure = Annotated[int | None, typer.Option(help="Default: the manifest's 
 ParseFramework = Annotated[
     str | None, typer.Option(help="mlperf/fambench: what ran (default: external / pytorch).")
 ]
+ParseJson = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print the stored result JSON on stdout (a list if several); the rest on stderr.",
+    ),
+]
 ParseModel = Annotated[
     str | None, typer.Option(help="mlperf: the model that ran (default: the SUT, 'sut').")
 ]
@@ -223,13 +230,14 @@ ReportStyle = Annotated[
     Literal["dlperf", "fambench"],
     typer.Option(help="dlperf (per-model reports) or fambench (FAMBench's table)."),
 ]
+# `export` is all machine-readable output already: JSON is one more --format, not a --json flag.
 ExportFormat = Annotated[
-    Literal["superbench", "csv", "parquet"],
+    Literal["superbench", "csv", "parquet", "json"],
     typer.Option(
         "--format",
-        help="superbench (SuperBench's metrics, JSON lines), csv or parquet (one row a "
+        help="superbench (SuperBench's metrics, JSON lines), csv, parquet or json (one row a "
         "result: spec, status, throughput summary, MFU, latency percentiles, versions; "
-        "parquet needs pyarrow and --out).",
+        "parquet needs pyarrow and --out; json is an array of the rows as objects).",
     ),
 ]
 Freeze = Annotated[Path | None, _file("Write these results' medians as the reference here.")]
@@ -242,6 +250,18 @@ Threshold = Annotated[
     float, typer.Option(help="Smallest change that counts, a fraction in [0, 1).")
 ]
 MarkdownOut = Annotated[Path | None, _file("Also write the Markdown table here.")]
+ScoreJson = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print the score, its family subscores and each configuration's speedup and "
+        "weight as JSON on stdout (with --freeze: the reference); the rest on stderr.",
+    ),
+]
+CompareJson = Annotated[
+    bool,
+    typer.Option("--json", help="Print the rows and notes as JSON on stdout; the table on stderr."),
+]
 DoctorJson = Annotated[bool, typer.Option("--json", help="JSON output.")]
 MeasurePeak = Annotated[
     bool,

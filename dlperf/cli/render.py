@@ -44,6 +44,13 @@ def show_warning(message, category, filename, lineno, file=None, line=None) -> N
     err.print(f"[yellow]warning:[/] {esc(str(message))}", highlight=False, soft_wrap=True)
 
 
+def print_json(data: object) -> None:
+    """One JSON document on stdout, for --json: never through rich, which would wrap it."""
+    import json
+
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
 def print_summary(out: Console, result, path: Path) -> None:
     t = result.metrics.throughput
     if t:

@@ -4,6 +4,7 @@ compare."""
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -11,7 +12,7 @@ from rich.markup import escape as esc
 
 import dlperf.cli.options as o
 from dlperf import DlperfError
-from dlperf.cli.render import console, err, headline, score_table
+from dlperf.cli.render import console, err, headline, print_json, score_table
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
 
@@ -39,6 +40,7 @@ def parse(
     framework: o.ParseFramework = None,
     model: o.ParseModel = None,
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+    json_out: o.ParseJson = False,
 ) -> None:
     """Import logs made elsewhere as results: DLPerf-style logs and dlperf events files (one
     result per configuration, a repeat per log), MLPerf LoadGen log folders, FAMBench logs."""
@@ -112,16 +114,21 @@ def parse(
             overrides=overrides,
             results_dir=results_dir,
         )
+    out = err if json_out else console  # with --json, stdout is the JSON alone
     failed = False
     for result, path in imported:
-        console.print(
+        out.print(
             f"{headline(result)} ({len(result.repeats)} log(s)) -> {path}",
             highlight=False,
             markup=False,
         )
         for w in result.warnings:
-            console.print(f"  [yellow]warning:[/] {esc(w)}", highlight=False)
+            out.print(f"  [yellow]warning:[/] {esc(w)}", highlight=False)
         failed |= result.status.value != "ok"
+    if json_out:  # the files as stored, byte for byte; several as one JSON list
+        stored = [path.read_text().rstrip("\n") for _, path in imported]
+        one = len(stored) == 1
+        sys.stdout.write((stored[0] if one else "[\n" + ",\n".join(stored) + "\n]") + "\n")
     if failed:
         raise typer.Exit(2)
 
@@ -168,7 +175,13 @@ def export(
     if format_ == "parquet" and out is None:
         raise DlperfError("--format parquet is binary: give --out FILE")
     results = latest_per_config(load_results(results_dir))
-    if format_ == "superbench":
+    if format_ == "json":
+        from dlperf.report.export import results_json
+
+        if not results:
+            raise DlperfError(f"no results in {results_dir}")
+        data, what = results_json(results), f"{len(results)} result(s)"
+    elif format_ == "superbench":
         from dlperf.report.suites import superbench_jsonl
 
         data: str | bytes = superbench_jsonl(results)
@@ -183,7 +196,7 @@ def export(
         data = results_csv(results) if format_ == "csv" else results_parquet(results)
         what = f"{len(results)} result(s)"
     if out is None:
-        sys.stdout.write(data)  # csv or superbench: text
+        sys.stdout.write(data)  # csv, json or superbench: text
     else:
         atomic_write(out, data)
         err.print(f"wrote {what} to {out}", markup=False)
@@ -193,6 +206,7 @@ def score(
     freeze: o.Freeze = None,
     reference: o.Reference = None,
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+    json_out: o.ScoreJson = False,
 ) -> None:
     """TorchBench V0's score: the weighted geometric mean of speedups over a frozen reference,
     weights split evenly by model family, then by configuration; 1000 = the reference."""
@@ -200,15 +214,20 @@ def score(
 
     if (freeze is None) == (reference is None):
         raise DlperfError("give one of --freeze FILE (make a reference) or --reference FILE")
+    out = err if json_out else console  # with --json, stdout is the JSON alone
     if freeze is not None:
         n = scoring.freeze(results_dir, freeze)
-        console.print(f"froze {n} configuration(s) into {freeze}", markup=False)
+        out.print(f"froze {n} configuration(s) into {freeze}", markup=False)
+        if json_out:
+            sys.stdout.write(freeze.read_text())
         return
     s = scoring.score(results_dir, reference)
-    console.print(score_table(s))
-    console.print(f"[bold]score {s.total:.1f}[/] (reference = 1000)")
+    out.print(score_table(s))
+    out.print(f"[bold]score {s.total:.1f}[/] (reference = 1000)")
     for key in s.missing:
-        console.print(f"[yellow]warning:[/] {key} is in the reference but not in these results")
+        out.print(f"[yellow]warning:[/] {key} is in the reference but not in these results")
+    if json_out:
+        print_json({"reference": str(reference), **asdict(s)})
 
 
 def compare(
@@ -216,6 +235,7 @@ def compare(
     b: o.Candidate,
     threshold: o.Threshold = 0.05,
     out: o.MarkdownOut = None,
+    json_out: o.CompareJson = False,
 ) -> None:
     """Configuration by configuration, B against A; exit code 2 when B regressed."""
     from dlperf.compare import compare as compare_dirs
@@ -223,7 +243,9 @@ def compare(
 
     rows, notes = compare_dirs(a, b, threshold)
     text = render_markdown(rows, notes, threshold)
-    sys.stdout.write(text)
+    (sys.stderr if json_out else sys.stdout).write(text)
+    if json_out:
+        print_json({"threshold": threshold, "rows": [asdict(r) for r in rows], "notes": notes})
     if out is not None:
         atomic_write(out, text)
     if any(r.verdict == "regression" for r in rows):

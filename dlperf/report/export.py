@@ -1,5 +1,5 @@
-"""dlperf's own results as a table for other tools: CSV text or Parquet bytes, one row per
-result (`store.results_frame`). Renderers only; the CLI writes."""
+"""dlperf's own results as a table for other tools: CSV or JSON text, or Parquet bytes, one
+row per result (`store.results_frame`). Renderers only; the CLI writes."""
 
 from __future__ import annotations
 
@@ -29,3 +29,15 @@ def results_parquet(results: list[Result]) -> bytes:
     from dlperf.store import results_frame
 
     return results_frame(results).to_parquet(None, engine="pyarrow", index=False)
+
+
+def results_json(results: list[Result]) -> str:
+    """The same rows as a JSON array of objects, missing values null. Not pandas' to_json: it
+    rounds floats to at most 15 digits, and these are written in full as in the CSV."""
+    import json
+
+    from dlperf.store import results_frame
+
+    frame = results_frame(results)
+    rows = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    return json.dumps(rows, indent=2) + "\n"
