@@ -133,3 +133,20 @@ def test_a_failing_config_is_stored_and_the_sweep_goes_on(tmp_path):
     outcomes, _ = run_sweep(plan, tmp_path / "results")
     statuses = {r.spec.options["exit_at_step"]: r.status for r, _ in outcomes}
     assert statuses == {"3": ResultStatus.failed, "100": ResultStatus.ok}
+
+
+@pytest.mark.multiprocess
+def test_the_sweep_command_ends_with_a_table_and_the_warnings(tmp_path):
+    from typer.testing import CliRunner
+
+    from dlperf.cli import app
+
+    text = MATRIX.replace('step_ms = "10"', 'step_ms = "10"\nexit_at_step = ["3", "100"]')
+    path = tmp_path / "matrix.toml"
+    path.write_text(text.replace("batch_sizes = [10, 20]", "batch_sizes = [10]"))
+    out = CliRunner().invoke(app, ["sweep", str(path), "--results-dir", str(tmp_path / "r")])
+    assert out.exit_code == 2, out.output
+    table = out.output.split("result(s) stored in")[1]
+    assert "configuration" in table and "status" in table
+    assert "exit_at_step=3" in table and "failed" in table and "samples/s" in table
+    assert "warning" in table and "too_few_steps" in table  # the failed config's repeats

@@ -110,6 +110,16 @@ def headline(result) -> str:
     return f"{name}: no usable repeat"
 
 
+def results_table(results) -> Table:
+    """A sweep's closing table: each configuration, its status and its number."""
+    table = Table("configuration", "status", "result")
+    for r in sorted(results, key=lambda r: r.spec.config_key()):
+        colour = "green" if r.status.value == "ok" else "red"
+        table.add_row(esc(r.spec.config_key()), f"[{colour}]{r.status.value}[/]",
+                      esc(headline(r).split(": ", 1)[-1]))  # fmt: skip
+    return table
+
+
 def envs_table(records) -> Table:
     table = Table("name", "state", "framework version", "python", "size", "path")
     for r in records:

@@ -18,6 +18,7 @@ from dlperf.cli.render import (
     print_summary,
     repeat_progress,
     repeat_value,
+    results_table,
 )
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
@@ -273,6 +274,11 @@ def sweep(
         )
         outcomes, cannot_run = run_sweep(plan, results_dir, callbacks, resume=resume)
     console.print(f"{len(outcomes)} result(s) stored in {esc(str(results_dir))}")
+    if outcomes:
+        console.print(results_table(result for result, _ in outcomes))
+    for result, _ in sorted(outcomes, key=lambda o: o[0].spec.config_key()):
+        for warning in result.warnings:
+            console.print(f"[yellow]warning[/] {esc(result.spec.config_key())}: {esc(warning)}")
     for key in failed:
         console.print(f"[red]failed or partial:[/] {key}")
     for key, why in cannot_run.items():
