@@ -42,8 +42,11 @@ def read_dir(path: Path) -> LoadGenRun:
             with open(detail, encoding="utf-8", errors="replace") as lines:
                 run = from_detail_entries(detail_entries(split_lines(lines)))
             if from_summary_file is not None:  # the summary says which number LoadGen headlined
-                run = run.model_copy(update={"metric": from_summary_file.metric,
-                                             "value": from_summary_file.value})  # fmt: skip
+                headline_value = {"metric": from_summary_file.metric,
+                                  "value": from_summary_file.value}  # fmt: skip
+                if from_summary_file.metric == "scheduled samples per second":
+                    headline_value["scheduled_samples_per_second"] = from_summary_file.value
+                run = run.model_copy(update=headline_value)
         else:
             run = from_summary_file
     except DlperfError as exc:

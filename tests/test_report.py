@@ -467,3 +467,32 @@ def test_a_mixed_train_inference_and_loadgen_report_reads_right(
     loadgen = next(s for s in sections if s.startswith("infer · LoadGen server"))
     assert "LoadGen metric" in loadgen and "LoadGen judged the run INVALID" in loadgen
     assert "LoadGen metrics in their own units" in page
+    # The detail log's completed rate (rounded there), the summary's headline as printed.
+    assert "completed 156469.00 samples/s; scheduled 282536.09 samples/s" in loadgen
+    single = next(s for s in sections if s.startswith("infer · LoadGen singlestream"))
+    assert "early-stopping p90 125.06 ms; early-stopping p99 147.08 ms" in single
+
+
+def test_pages_name_the_results_git_commit(tmp_path: Path) -> None:
+    """A team that commits its results gets the commit on every page; a folder git does not
+    track gets none (the same results give the same page either way)."""
+    results_dir, reports_dir = tmp_path / "results", tmp_path / "reports"
+    for result in sample_results():
+        write_result(results_dir, result)
+    write_reports(results_dir, reports_dir)
+    assert "git commit" not in (reports_dir / "resnet50.md").read_text()
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True,
+                              text=True, check=True)  # fmt: skip
+        return done.stdout.strip()
+
+    git("init", "-q")
+    git("add", "results")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "results")
+    write_reports(results_dir, reports_dir)
+    commit = git("log", "-1", "--format=%h")
+    assert (
+        f"the results folder is at git commit {commit}."
+        in (reports_dir / "resnet50.md").read_text()
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from itertools import groupby
 
@@ -31,7 +32,9 @@ SMOKE_NOTE = (
 DASH = "—"
 
 
-def render_model_report(results: Sequence[Result], model: str) -> str:
+def render_model_report(
+    results: Sequence[Result], model: str, results_commit: str | None = None
+) -> str:
     """Markdown for one model: the newest result of each of its configurations."""
     chosen = select(results, model)
     model_def = MODELS.get(model)
@@ -39,7 +42,7 @@ def render_model_report(results: Sequence[Result], model: str) -> str:
     lines = [f"# {model}: {description}", "", GENERATED, ""]
     if not chosen:
         return "\n".join([*lines, "No results for this model yet.", ""])
-    lines += [_provenance(chosen), ""]
+    lines += [_provenance(chosen, results_commit), ""]
     if is_smoke(chosen):
         lines += [f"> **Note:** {SMOKE_NOTE}.", ""]
     lines += [_summary(chosen), ""]
@@ -81,7 +84,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [*out, ""]
 
 
-def _provenance(results: Sequence[Result]) -> str:
+def _provenance(results: Sequence[Result], results_commit: str | None = None) -> str:
     """Which results the page was made from: deterministic, so the same results give the same
     page (the results' own times and dlperf versions, never the time of `dlperf report`)."""
     made = sorted(r.created for r in results)
@@ -89,9 +92,10 @@ def _provenance(results: Sequence[Result]) -> str:
     span = made[0][:16].replace("T", " ")
     if made[-1][:16] != made[0][:16]:
         span += f" to {made[-1][:16].replace('T', ' ')}"
+    commit = f"; the results folder is at git commit {results_commit}" if results_commit else ""
     return (
         f"Made from {len(results)} result{'s' if len(results) != 1 else ''} measured or "
-        f"imported {span} (UTC) by dlperf {', '.join(versions)}."
+        f"imported {span} (UTC) by dlperf {', '.join(versions)}{commit}."
     )
 
 
@@ -218,6 +222,35 @@ def _loadgen_cell(result: Result) -> str:
     return f"{m.median:.2f} {m.unit}{f' {which}' if which else ''}, {verdict}"
 
 
+def _loadgen_details(result: Result) -> str:
+    """What LoadGen measured beside the headline, medians over the VALID runs (all runs when
+    none is VALID): completed and scheduled samples/s, tokens/s, early-stopping estimates."""
+    runs = [r.loadgen for r in result.repeats if r.loadgen]
+    runs = [run for run in runs if run.valid] or runs
+    if not runs:
+        return DASH
+
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    parts = []
+    for label, pick in (
+        ("completed", lambda run: run.samples_per_second if run.scenario == "Server" else None),
+        ("scheduled", lambda run: run.scheduled_samples_per_second),
+    ):
+        values = [v for v in map(pick, runs) if v is not None]
+        if values:
+            parts.append(f"{label} {median(values):.2f} samples/s")
+    tokens = [run.tokens_per_second for run in runs if run.tokens_per_second is not None]
+    if tokens:
+        parts.append(f"{median(tokens):.1f} tokens/s")
+    for pct in ("p90", "p99"):
+        estimates = [run.early_stopping_ms[pct] for run in runs if pct in run.early_stopping_ms]
+        if estimates:
+            parts.append(f"early-stopping {pct} {median(estimates):.2f} ms")
+    return "; ".join(parts) or DASH
+
+
 def _median(result: Result, with_counts: bool = True) -> str:
     t = result.metrics.throughput
     if result.status == ResultStatus.failed or t is None:
@@ -310,7 +343,7 @@ def _framework_section(
         columns = ["nodes", "devices/node", "batch/device", "median samples/s"]
         columns += ["speedup", "scaling efficiency"] if scaling else []
         if config.scenario:
-            columns += ["LoadGen metric"]
+            columns += ["LoadGen metric", "LoadGen details"]
         elif config.mode == "infer":
             columns += ["latency p50 / p99 (ms)"]
         if any(r.metrics.score is not None for r in group):
@@ -361,6 +394,7 @@ def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]
         "speedup": speedup,
         "scaling efficiency": efficiency,
         "LoadGen metric": _loadgen_cell(result) if s.scenario else DASH,
+        "LoadGen details": _loadgen_details(result),
         "latency p50 / p99 (ms)": latency,
         "score": DASH if m.score is None else f"{m.score:.4g} {m.score_unit or ''}".rstrip(),
         "min–max": f"{t.min:.2f}–{t.max:.2f}" if ok else DASH,

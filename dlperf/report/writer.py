@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 from dlperf.files import atomic_write, check_writable, replaced
@@ -30,11 +31,12 @@ def write_reports(
     results = latest_per_config(load_results(results_dir) if loaded is None else loaded)
     models = sorted({r.spec.model for r in results})
     check_writable(reports_dir, "the reports folder")
+    commit = results_commit(results_dir)
     written: list[Path] = []
     for model in models:
         stem = file_stem(model)
         md = reports_dir / f"{stem}.md"
-        atomic_write(md, render_model_report(results, model))
+        atomic_write(md, render_model_report(results, model, commit))
         png = reports_dir / f"{stem}.png"
         with replaced(png) as tmp:
             render_chart(results, model, tmp)
@@ -51,6 +53,19 @@ def write_reports(
     written.append(index)
     remove_stale_pages(reports_dir, {file_stem(m) for m in models})
     return written
+
+
+def results_commit(results_dir: Path) -> str | None:
+    """The last git commit that changed the results folder, when git tracks it (a team that
+    commits its results); None when it is not in a repository, untracked or ignored."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(results_dir), "log", "-1", "--format=%h", "--", "."],
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def remove_stale_pages(reports_dir: Path, kept: set[str]) -> list[Path]:
