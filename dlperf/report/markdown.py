@@ -412,6 +412,8 @@ def _window(result: Result) -> str:
     s = result.spec
     asked = f"skip {s.skip}, measure {s.measure}"
     used = {(r.window.start_step, r.window.end_step) for r in result.repeats if r.window}
+    if not used and result.origin == "parse":
+        return DASH  # imported LoadGen or FAMBench logs: their tools' numbers, no step window
     if not used or used == {(s.skip, s.skip + s.measure)}:
         return asked
     steps = ", ".join(f"{a}–{b}" for a, b in sorted(used))
