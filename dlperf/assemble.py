@@ -238,8 +238,6 @@ def build_result(
         runs = [r.loadgen for r in ok if r.loadgen]
         if runs:  # VALID runs only: an INVALID one is its own status, outside the median
             loadgen_metric = summary_stats([r.value for r in runs], runs[0].unit)
-    if any(r.loadgen for r in repeats):
-        loadgen_valid = all(r.loadgen.valid for r in repeats if r.loadgen)
         if spec.impl == "micro":  # FAMBench scores a microbenchmark by the op's own rate
             per_sample = start.get("bytes_per_sample") or start.get("flops_per_sample") or 0
             scale = 1e9 if start.get("bytes_per_sample") else 1e12
@@ -257,6 +255,8 @@ def build_result(
             if peak:
                 peak_flops, peak_source = peak
                 mfu = achieved / peak_flops
+    if any(r.loadgen for r in repeats):  # INVALID repeats included: they are not ok
+        loadgen_valid = all(r.loadgen.valid for r in repeats if r.loadgen)
     status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
     return Result(
         id=result_id,

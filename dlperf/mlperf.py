@@ -167,10 +167,11 @@ def early_stopping_estimates(text: str) -> dict[str, float]:
 
 
 def _server_headline_is_scheduled(version: str) -> bool:
-    """Whether LoadGen `version` headlined Server runs by the scheduled samples/s (up to 4.0;
-    from 4.1 its summary leads with the completed samples/s and lists the scheduled rate as an
-    additional stat). Inferred from LoadGen's summaries of each version; with both files the
-    summary itself decides (`read_dir`)."""
+    """Whether LoadGen `version` headlined Server runs by the scheduled samples/s: up to 4.0.
+    MLPerf made the completed samples/s the Server metric for v4.1 (LoadGen's summary leads
+    with it since, the scheduled rate listed as an additional stat; the submission checker's
+    v4.1 result field is result_completed_samples_per_sec). With both files the summary
+    itself decides (`read_dir`)."""
     match = re.match(r"(\d+)\.(\d+)", version)
     return bool(match) and (int(match.group(1)), int(match.group(2))) < (4, 1)
 
