@@ -300,6 +300,11 @@ def from_summary_lines(lines: Iterable[str]) -> LoadGenRun:
     )
 
 
+def invalid_message(run: LoadGenRun) -> str:
+    """A repeat's message when LoadGen judged its run INVALID (a run's or an imported log's)."""
+    return f"LoadGen judged the run INVALID: {'; '.join(run.reasons) or 'no reason logged'}"
+
+
 def given_settings(run: LoadGenRun) -> dict[str, float]:
     """The run's test settings under dlperf's names (runs that differ in them are different
     configurations)."""

@@ -94,7 +94,7 @@ def run_single_process(
             window = dataclasses.replace(window, throughput=loadgen.samples_per_second)
             if not loadgen.valid:  # its numbers kept, outside the median
                 status = RepeatStatus.invalid
-                message = f"LoadGen judged the run INVALID: {'; '.join(loadgen.reasons) or '?'}"
+                message = mlperf.invalid_message(loadgen)
     return make_repeat(
         index,
         status,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.importers import imported_result
-from dlperf.mlperf import DETAIL, SUMMARY, given_settings, read_dir
+from dlperf.mlperf import DETAIL, SUMMARY, given_settings, invalid_message, read_dir
 from dlperf.schema import BenchmarkSpec, LoadGenRun, Repeat, RepeatStatus, Result
 from dlperf.store import write_result
 
@@ -83,10 +83,6 @@ def loadgen_repeat(index: int, run: LoadGenRun) -> Repeat:
         loadgen=run,
         log_path=str(log),
     )
-
-
-def invalid_message(run: LoadGenRun) -> str:
-    return f"LoadGen judged the run INVALID: {'; '.join(run.reasons) or 'no reason logged'}"
 
 
 def accuracy_mode(folder: Path) -> bool:

@@ -230,9 +230,6 @@ def _loadgen_details(result: Result) -> str:
     if not runs:
         return DASH
 
-    def median(values: list[float]) -> float:
-        return statistics.median(values)
-
     parts = []
     for label, pick in (
         ("completed", lambda run: run.samples_per_second if run.scenario == "Server" else None),
@@ -240,14 +237,14 @@ def _loadgen_details(result: Result) -> str:
     ):
         values = [v for v in map(pick, runs) if v is not None]
         if values:
-            parts.append(f"{label} {median(values):.2f} samples/s")
+            parts.append(f"{label} {statistics.median(values):.2f} samples/s")
     tokens = [run.tokens_per_second for run in runs if run.tokens_per_second is not None]
     if tokens:
-        parts.append(f"{median(tokens):.1f} tokens/s")
+        parts.append(f"{statistics.median(tokens):.1f} tokens/s")
     for pct in ("p90", "p99"):
         estimates = [run.early_stopping_ms[pct] for run in runs if pct in run.early_stopping_ms]
         if estimates:
-            parts.append(f"early-stopping {pct} {median(estimates):.2f} ms")
+            parts.append(f"early-stopping {pct} {statistics.median(estimates):.2f} ms")
     return "; ".join(parts) or DASH
 
 

@@ -65,7 +65,9 @@ def results_commit(results_dir: Path) -> str | None:
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
 
 
 def remove_stale_pages(reports_dir: Path, kept: set[str]) -> list[Path]:
