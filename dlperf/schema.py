@@ -24,7 +24,9 @@ from dlperf import DlperfError
 # 4: a summary's ci_low / ci_high are the median's distribution-free interval (None below
 #    six values) with its achieved ci_coverage; up to 3 they were the mean's t-interval, which
 #    store.upgrade recomputes from the summary's own values
-SCHEMA_VERSION = 4
+# 5: metrics.peer, the numbers a peer suite (SuperBench, FAMBench) defines, by its own rule,
+#    beside dlperf's (optional: a version-4 file upgrades unchanged)
+SCHEMA_VERSION = 5
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
@@ -337,6 +339,15 @@ class SummaryStats(_Frozen):
         return self
 
 
+class PeerStat(_Frozen):
+    """One number as a peer suite defines it (SuperBench's mean of per-step throughput,
+    FAMBench's nearest-rank p95), kept beside dlperf's own statistic of the same thing."""
+
+    value: float
+    unit: str
+    rule: str  # how the peer computes it, in words, shown wherever the number is
+
+
 class Metrics(_Frozen):
     throughput: SummaryStats | None = None
     step_time_ms: SummaryStats | None = None
@@ -356,6 +367,8 @@ class Metrics(_Frozen):
     # The repeats disagree (CV, outliers) or the machine was busy while they ran: the warnings
     # say which; reports mark the number.
     noisy: bool = False
+    # Peer suite ("superbench", "fambench") -> its metric name -> the number by its rule.
+    peer: dict[str, dict[str, PeerStat]] = Field(default_factory=dict)
 
 
 class ModelInfo(_Frozen):

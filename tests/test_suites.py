@@ -163,7 +163,7 @@ def test_a_version_3_file_gets_the_medians_interval_recomputed(tmp_path: Path) -
     t.update(ci_low=mean - half, ci_high=mean + half)
     path.write_text(json.dumps({**old, "schema_version": 3}))
     loaded = load_result(path)
-    assert loaded.schema_version == 4 and loaded == seven
+    assert loaded.schema_version == 5 and loaded == seven
     three = result("resnet50", [100.0, 101.0, 99.0])
     path = write_result(tmp_path, three)
     old = json.loads(path.read_text())
