@@ -26,7 +26,9 @@ from dlperf import DlperfError
 #    store.upgrade recomputes from the summary's own values
 # 5: metrics.peer, the numbers a peer suite (SuperBench, FAMBench) defines, by its own rule,
 #    beside dlperf's (optional: a version-4 file upgrades unchanged)
-SCHEMA_VERSION = 5
+# 6: repeat.peer, a peer suite's numbers for one repeat (FAMBench scores each log on its own),
+#    by its own rule (optional: a version-5 file upgrades unchanged)
+SCHEMA_VERSION = 6
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
@@ -281,6 +283,15 @@ class MachineLoad(_Frozen):
     steal_s: float | None = None  # a VM's CPU time taken by its hypervisor
 
 
+class PeerStat(_Frozen):
+    """One number as a peer suite defines it (SuperBench's mean of per-step throughput,
+    FAMBench's nearest-rank p95), kept beside dlperf's own statistic of the same thing."""
+
+    value: float
+    unit: str
+    rule: str  # how the peer computes it, in words, shown wherever the number is
+
+
 class Repeat(_Frozen):
     index: int
     status: RepeatStatus
@@ -305,6 +316,9 @@ class Repeat(_Frozen):
     # with different digests are never pooled into one median.
     env_digest: str | None = None
     machine_load: MachineLoad | None = None
+    # Peer suite -> its metric name -> this repeat's number by its rule (FAMBench's score and
+    # batch_latency_95_sec of one log; Metrics.peer holds the result's).
+    peer: dict[str, dict[str, PeerStat]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _ok_has_number(self) -> Repeat:
@@ -337,15 +351,6 @@ class SummaryStats(_Frozen):
         if (self.ci_low is None) != (self.ci_high is None):
             raise ValueError("ci_low and ci_high are both set or both None")
         return self
-
-
-class PeerStat(_Frozen):
-    """One number as a peer suite defines it (SuperBench's mean of per-step throughput,
-    FAMBench's nearest-rank p95), kept beside dlperf's own statistic of the same thing."""
-
-    value: float
-    unit: str
-    rule: str  # how the peer computes it, in words, shown wherever the number is
 
 
 class Metrics(_Frozen):

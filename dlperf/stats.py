@@ -241,6 +241,23 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
+# FAMBench's `batch_latency_95_sec`, in words (shown wherever the number is).
+FAMBENCH_P95_RULE = (
+    "FAMBench's batch_latency_95_sec: one log's batch latencies (i-th batch_stop - i-th "
+    "batch_start), sorted, at index ceil(0.95 x (n - 1)): the slower one, never interpolated"
+)
+
+
+def fambench_p95(latencies: Sequence[float]) -> float | None:
+    """FAMBench's 95th percentile batch latency of one log (its result_summarizer): the sorted
+    latencies at index ceil(0.95 * (n - 1)), rounding up to the slower batch; None without
+    batches. Its only percentile rule: every FAMBench p95 in dlperf comes from here."""
+    if not latencies:
+        return None
+    ordered = sorted(latencies)
+    return ordered[math.ceil(0.95 * (len(ordered) - 1))]
+
+
 def percentile_name(q: float) -> str:
     return f"p{q:g}"
 

@@ -231,6 +231,8 @@ def test_fambench_fixtures_score_as_its_summarizer(fixtures: Path, tmp_path: Pat
     assert (ootb.spec.model, ootb.spec.mode, ootb.spec.batch_size) == ("dlrm", "infer", 64)
     assert ootb.spec.options == {"config": "tiny"}
     assert ootb.metrics.score == pytest.approx(6050.92, abs=0.01)
+    # FAMBench's p95 (nearest rank, rounded up) and dlperf's interpolated one, both kept.
+    assert ootb.metrics.peer["fambench"]["batch_latency_95_sec"].value == 0.01029296875
     assert ootb.metrics.latency_ms["p95"] / 1000 == pytest.approx(0.0103, abs=5e-5)
     micro = imported["micro"]
     assert (micro.metrics.score, micro.metrics.score_unit) == (7.08, "TF/s")

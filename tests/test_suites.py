@@ -163,7 +163,7 @@ def test_a_version_3_file_gets_the_medians_interval_recomputed(tmp_path: Path) -
     t.update(ci_low=mean - half, ci_high=mean + half)
     path.write_text(json.dumps({**old, "schema_version": 3}))
     loaded = load_result(path)
-    assert loaded.schema_version == 5 and loaded == seven
+    assert loaded.schema_version == 6 and loaded == seven
     three = result("resnet50", [100.0, 101.0, 99.0])
     path = write_result(tmp_path, three)
     old = json.loads(path.read_text())
@@ -384,3 +384,246 @@ def test_fambench_table_marks_a_missed_latency_target() -> None:
     assert "| resnet50 | OOTB | eval | pytorch_cpu_fp32 | 8 | 100 | ex/s |" in table
     assert "| bert | OOTB | eval | pytorch_cpu_fp32 | 8 | 40* | ex/s |" in table
     assert "missed its latency target" in table
+
+
+# ------------------------------------------- FAMBench logs scored by FAMBench's own rules
+# fambench_logger/: logs written by FAMBench's bmlogger and summary.txt written beside them by
+# its result_summarizer.py (the truth: a row per log).
+
+SUMMARY_COLUMNS = "benchmark implementation mode config score units batch_latency_95_sec"
+
+
+def summary_rows(text: str) -> list[tuple]:
+    """summary.txt's rows as (labels..., score, units, p95 or None), header checked."""
+    header, *lines = text.splitlines()
+    assert header == SUMMARY_COLUMNS
+    rows = []
+    for line in lines:
+        *labels, score, units, p95 = line.split(" ")
+        rows.append((*labels, float(score), units, None if p95 == "None" else float(p95)))
+    return rows
+
+
+def import_fambench_logs(folder: Path, results: Path, *extra: str) -> list[dict]:
+    out = CliRunner().invoke(app, ["parse", "fambench", str(folder), "--json",
+                                   "--results-dir", str(results), *extra])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    printed = json.loads(out.stdout)
+    return printed if isinstance(printed, list) else [printed]
+
+
+def fambench_result(results: list[dict], config: str, mode: str = "infer") -> dict:
+    """The DLRM result of a configuration and mode."""
+    wanted = ("dlrm", config, mode)
+    (found,) = [
+        r for r in results
+        if (r["spec"]["model"], r["spec"]["options"]["config"], r["spec"]["mode"]) == wanted
+    ]  # fmt: skip
+    return found
+
+
+@pytest.fixture
+def fambench_logger(fixtures: Path) -> Path:
+    return fixtures / "fambench_logger"
+
+
+def test_fambench_every_summary_row_is_reproduced(fambench_logger: Path, tmp_path: Path) -> None:
+    # The folder as FAMBench's run_all.sh leaves it: the logs and summary.txt, parsed whole.
+    import_fambench_logs(fambench_logger, tmp_path / "results")
+    reports = tmp_path / "reports"
+    args = ["--results-dir", str(tmp_path / "results"), "--reports-dir", str(reports)]
+    out = CliRunner().invoke(app, ["report", "--style", "fambench", *args])
+    assert out.exit_code == 0, out.output
+    truth_text = (fambench_logger / "summary.txt").read_text()
+    ours_text = (reports / "fambench_summary.txt").read_text()
+    truth, ours = summary_rows(truth_text), summary_rows(ours_text)
+    assert len(truth) == len(ours) == len(list(fambench_logger.glob("*.log"))) == 10
+    # FAMBench lists its folder in directory order (glob, unsorted); dlperf in a fixed order:
+    # the same rows, and each row's text the same as the summarizer's, byte for byte.
+    assert sorted(ours_text.splitlines()[1:]) == sorted(truth_text.splitlines()[1:])
+    key = lambda row: tuple(map(str, row))  # noqa: E731
+    for mine, theirs in zip(sorted(ours, key=key), sorted(truth, key=key), strict=True):
+        assert mine[:4] == theirs[:4] and mine[5] == theirs[5]  # labels, units
+        assert mine[4] == pytest.approx(theirs[4], rel=1e-9)  # score
+        if theirs[6] is None:  # batch_latency_95_sec, None included
+            assert mine[6] is None
+        else:
+            assert mine[6] == pytest.approx(theirs[6], rel=1e-9)
+
+
+def test_fambench_reads_only_a_folders_own_log_files(fambench_logger: Path, tmp_path: Path) -> None:
+    # FAMBench's summarizer globs FOLDER/*.log: not summary.txt, not subfolders, not dot-files.
+    folder = tmp_path / "results"
+    (folder / "older").mkdir(parents=True)
+    log = (fambench_logger / "rnnt_ootb_infer_tiny.log").read_text()
+    (folder / "rnnt.log").write_text(log)
+    (folder / "summary.txt").write_text((fambench_logger / "summary.txt").read_text())
+    (folder / "older" / "train.log").write_text(
+        (fambench_logger / "dlrm_ootb_train_tiny.log").read_text()
+    )
+    (folder / ".hidden.log").write_text("not a log")
+    (folder / "notes.md").write_text("# not a log")
+    results = import_fambench_logs(folder, tmp_path / "stored")
+    assert [r["spec"]["model"] for r in results] == ["rnn-t"]
+    assert [Path(r["log_path"]).name for r in results[0]["repeats"]] == ["rnnt.log"]
+    only_deeper = tmp_path / "deeper"
+    (only_deeper / "run1").mkdir(parents=True)
+    (only_deeper / "run1" / "a.log").write_text(log)
+    out = CliRunner().invoke(app, ["parse", "fambench", str(only_deeper),
+                                   "--results-dir", str(tmp_path / "x")])  # fmt: skip
+    assert isinstance(out.exception, DlperfError)  # main() prints it and exits 1
+    assert "no *.log files" in str(out.exception)
+    assert "run1/a.log: give that folder" in str(out.exception)
+
+
+def test_fambench_microbenchmark_throughput_is_batch_over_seconds_per_step(
+    fambench_logger: Path, tmp_path: Path
+) -> None:
+    results = import_fambench_logs(fambench_logger, tmp_path / "results")
+    linear = fambench_result(results, "linear_A_float", "train")
+    # ELAP is seconds per step (FAMBench's ubench drivers divide by the steps): 256 / 0.0123.
+    assert linear["repeats"][0]["throughput"] == pytest.approx(20813.008130, rel=1e-9)
+    assert linear["metrics"]["throughput"]["median"] == pytest.approx(256 / 0.0123)
+    assert (linear["metrics"]["score"], linear["metrics"]["score_unit"]) == (
+        pytest.approx(2.3569942478048778), "TF/s")  # fmt: skip
+    emb = fambench_result(results, "emb_B", "train")
+    assert emb["metrics"]["throughput"]["median"] == pytest.approx(65536 / 0.0232)
+    # What export, compare and score see.
+    out = CliRunner().invoke(app, ["export", "--format", "csv", "--results-dir",
+                                   str(tmp_path / "results")])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "20813.00813" in out.stdout and "2081300" not in out.stdout
+
+
+def test_fambench_record_batch_info_with_run_stop_none(fambench_logger: Path) -> None:
+    from dlperf.importers.fambench import read_bmlog
+
+    log = read_bmlog(fambench_logger / "dlrm_ootb_eval_batchinfo.log")
+    assert log.batch_info() == (50, 32)  # record_batch_info's lines, not run_stop's None
+    assert log.score() == (1600.0, "ex/s")  # 50 x 32 / 1 s
+
+
+def test_fambench_scores_the_first_of_two_passes(fambench_logger: Path, tmp_path: Path) -> None:
+    results = import_fambench_logs(fambench_logger, tmp_path / "results")
+    twopass = fambench_result(results, "twopass")
+    assert twopass["metrics"]["score"] == 640.0  # 10 x 64 / 1 s, not the second pass's 1280
+    assert "scored by the first pair" in twopass["repeats"][0]["warnings"][0]
+    assert any(w.startswith("dlrm_ootb_eval_twopass.log: 2 run_start") for w in twopass["warnings"])
+
+
+def test_fambench_p95_is_the_nearest_rank_rounded_up() -> None:
+    from dlperf.stats import fambench_p95
+
+    assert fambench_p95([]) is None
+    assert fambench_p95([7.0]) == 7.0
+    # 20 values: index ceil(0.95 x 19) = ceil(18.05) = 19, the largest (numpy would say 19.05).
+    assert fambench_p95(list(range(20, 0, -1))) == 20
+    # 21 values: 0.95 x 20 = 19 exactly -> index 19, the 20th.
+    assert fambench_p95(list(range(1, 22))) == 20
+    # 3 values: ceil(1.9) = 2, the slowest.
+    assert fambench_p95([0.2, 0.1, 0.3]) == 0.3
+
+
+def test_fambench_latency_target_is_judged_by_fambenchs_p95(
+    fambench_logger: Path, tmp_path: Path
+) -> None:
+    # tiny_r1..r3: each log's slowest batch is 30 ms, its next 25 ms. FAMBench's p95 of each
+    # log is 30 ms; dlperf's interpolated p95 over the 60 pooled batches is 25 + 5 x 0.05.
+    results = import_fambench_logs(fambench_logger, tmp_path / "results",
+                                   "--latency-target-ms", "28")  # fmt: skip
+    tiny = fambench_result(results, "tiny")
+    m = tiny["metrics"]
+    assert m["latency_ms"]["p95"] == pytest.approx(25.25)  # dlperf's own, kept
+    p95 = m["peer"]["fambench"]["batch_latency_95_sec"]
+    assert (p95["value"], p95["unit"]) == (pytest.approx(0.03), "s")
+    assert "ceil(0.95 x (n - 1))" in p95["rule"] and "slowest of 3 logs" in p95["rule"]
+    assert m["latency_target_met"] is False  # 30 ms > 28 ms, though dlperf's 25.25 is within
+    assert any("p95 30.000 ms (FAMBench's p95" in w for w in tiny["warnings"])
+    assert fambench_result(results, "tiny", "train")["spec"]["latency_target_ms"] is None
+    reports = tmp_path / "reports"
+    CliRunner().invoke(app, ["report", "--style", "fambench", "--results-dir",
+                             str(tmp_path / "results"), "--reports-dir", str(reports)])  # fmt: skip
+    table = (reports / "fambench.md").read_text()
+    assert "| DLRM | OOTB | eval | tiny | 64 | 4450.63* | ex/s | 0.03 | 3 |" in table
+    assert "missed its latency target: an imported log's p95 by FAMBench's rule" in table
+
+
+def test_fambench_labels_are_kept_as_the_header_writes_them(
+    fambench_logger: Path, tmp_path: Path
+) -> None:
+    import_fambench_logs(fambench_logger, tmp_path / "results")
+    out = CliRunner().invoke(app, ["report", "--style", "fambench", "--results-dir",
+                                   str(tmp_path / "results"), "--reports-dir",
+                                   str(tmp_path / "reports")])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    table = (tmp_path / "reports" / "fambench.md").read_text()
+    assert ("| Model | Implementation | Mode | Config | Batch Size | Score | Units "
+            "| p95 batch latency (s) | Logs |") in table  # fmt: skip
+    for row in (
+        "| DLRM | UBENCH | train | linear_A_float | 256 | 2.35699 | TF/s | - | 1 |",
+        "| DLRM | OOTB | eval | clock | 16 | 1429.94 | ex/s | 0.0142629 | 1 |",
+        "| DLRM | OOTB | eval | batchinfo | 32 | 1600 | ex/s | - | 1 |",
+        "| RNN-T | OOTB | infer | tiny | 1 | 20 | ex/s | - | 1 |",
+    ):
+        assert row in table
+    assert "the median of the logs' scores: dlperf's statistic" in table
+    assert "fambench_summary.txt" in out.output
+
+
+def test_fambench_repeats_are_one_result_with_each_logs_own_numbers(
+    fambench_logger: Path, tmp_path: Path
+) -> None:
+    results = import_fambench_logs(fambench_logger, tmp_path / "results")
+    assert len(results) == 8  # 10 logs, the three tiny eval repeats grouped
+    tiny = fambench_result(results, "tiny")
+    per_log = [r["peer"]["fambench"]["score"]["value"] for r in tiny["repeats"]]
+    truth = [row[4] for row in summary_rows((fambench_logger / "summary.txt").read_text())
+             if row[:4] == ("DLRM", "OOTB", "eval", "tiny")]  # fmt: skip
+    assert sorted(per_log) == pytest.approx(sorted(truth), rel=1e-9)
+    assert [r["workload"]["fambench"]["config"] for r in tiny["repeats"]] == ["tiny"] * 3
+    m = tiny["metrics"]
+    assert m["score"] == pytest.approx(4450.626247071862, rel=1e-9) == m["throughput"]["median"]
+    assert "median of 3 logs' scores" in m["peer"]["fambench"]["score"]["rule"]
+    one = fambench_result(results, "clock")["metrics"]["peer"]["fambench"]
+    assert one["score"]["value"] == pytest.approx(1429.9366809654516, rel=1e-9)
+    assert one["score"]["rule"].startswith("FAMBench's exps")
+
+
+def test_fambench_summary_rows_from_dlperfs_own_runs() -> None:
+    from dlperf.report.suites import fambench_summary
+
+    run = result("resnet50", [100.0, 120.0], mode="infer", step_times=(0.01, 0.03, 0.02))
+    text = fambench_summary([run])
+    assert text.splitlines() == [
+        SUMMARY_COLUMNS,
+        "resnet50 OOTB eval pytorch_cpu_fp32 100.0 ex/s 0.03",
+        "resnet50 OOTB eval pytorch_cpu_fp32 120.0 ex/s 0.03",
+    ]
+
+
+def test_fambench_imports_flow_through_report_export_compare_score(
+    fambench_logger: Path, tmp_path: Path
+) -> None:
+    stored = str(tmp_path / "results")
+    import_fambench_logs(fambench_logger, Path(stored))
+    run = CliRunner().invoke
+    assert run(app, ["report", "--results-dir", stored, "--reports-dir",
+                     str(tmp_path / "reports")]).exit_code == 0  # fmt: skip
+    for fmt in ("csv", "json", "superbench"):
+        out = run(app, ["export", "--format", fmt, "--results-dir", stored])
+        assert out.exit_code == 0, out.output
+    out = run(app, ["compare", stored, stored])
+    assert out.exit_code == 0, out.output
+    reference = tmp_path / "reference.json"
+    assert run(app, ["score", "--freeze", str(reference), "--results-dir", stored]).exit_code == 0
+    out = run(app, ["score", "--reference", str(reference), "--results-dir", stored])
+    assert out.exit_code == 0 and "score 1000.0" in out.output, out.output
+
+
+def test_a_version_5_result_loads_as_version_6(tmp_path: Path) -> None:
+    path = write_result(tmp_path, result("resnet50", [100.0]))
+    data = json.loads(path.read_text())
+    for r in data["repeats"]:
+        del r["peer"]
+    path.write_text(json.dumps({**data, "schema_version": 5}))
+    assert load_result(path).schema_version == 6

@@ -198,6 +198,13 @@ ParseMeasure = Annotated[int | None, typer.Option(help="Default: the manifest's 
 ParseFramework = Annotated[
     str | None, typer.Option(help="mlperf/fambench: what ran (default: external / pytorch).")
 ]
+ParseLatencyTarget = Annotated[
+    float | None,
+    typer.Option(
+        help="fambench: the inference p95 batch latency goal (ms), judged by FAMBench's p95 "
+        "of each log; a miss is marked."
+    ),
+]
 ParseJson = Annotated[
     bool,
     typer.Option(
@@ -228,7 +235,10 @@ ReportsDir = Annotated[
 ]
 ReportStyle = Annotated[
     Literal["dlperf", "fambench"],
-    typer.Option(help="dlperf (per-model reports) or fambench (FAMBench's table)."),
+    typer.Option(
+        help="dlperf (per-model reports) or fambench (fambench.md, FAMBench's table by "
+        "configuration, and fambench_summary.txt, its summarizer's summary.txt, a row per log)."
+    ),
 ]
 # `export` is all machine-readable output already: JSON is one more --format, not a --json flag.
 ExportFormat = Annotated[

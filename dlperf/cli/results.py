@@ -19,7 +19,7 @@ from dlperf.store import DEFAULT_RESULTS_DIR
 SUITES = ("mlperf", "fambench")  # `dlperf parse` sources that are other suites' logs
 PARSE_OPTIONS = {  # the options each `dlperf parse` source uses
     "mlperf": ("--framework", "--model", "--batch-size", "--device"),
-    "fambench": ("--framework", "--device"),
+    "fambench": ("--framework", "--device", "--latency-target-ms"),
     "framework": ("--impl", "--source", "--batch-size", "--nodes", "--devices-per-node",
                   "--amp/--fp32", "--device", "--skip", "--measure"),
 }  # fmt: skip
@@ -39,6 +39,7 @@ def parse(
     measure: o.ParseMeasure = None,
     framework: o.ParseFramework = None,
     model: o.ParseModel = None,
+    latency_target_ms: o.ParseLatencyTarget = None,
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.ParseJson = False,
 ) -> None:
@@ -55,6 +56,7 @@ def parse(
         "--impl": impl, "--source": source, "--batch-size": batch_size, "--nodes": nodes,
         "--devices-per-node": devices_per_node, "--amp/--fp32": amp, "--device": device,
         "--skip": skip, "--measure": measure, "--framework": framework, "--model": model,
+        "--latency-target-ms": latency_target_ms,
     }  # fmt: skip
     applies = PARSE_OPTIONS.get(what, PARSE_OPTIONS["framework"])
     stray = [flag for flag, value in given.items() if value is not None and flag not in applies]
@@ -84,6 +86,7 @@ def parse(
                 framework=framework or "pytorch",
                 device=device or "cpu",
                 results_dir=results_dir,
+                latency_target_ms=latency_target_ms,
             )
     else:
         from dlperf.importers.dlperf_logs import import_logs
@@ -145,9 +148,10 @@ def report(
     if not iter_result_paths(results_dir):
         raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
     if style == "fambench":
-        path, table = write_fambench_report(results_dir, reports_dir)
+        paths, table = write_fambench_report(results_dir, reports_dir)
         sys.stdout.write(table)
-        console.print(f"wrote {path}", markup=False)
+        for path in paths:
+            console.print(f"wrote {path}", markup=False)
         return
     from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
     from dlperf.store import load_results

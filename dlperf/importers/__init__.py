@@ -13,10 +13,14 @@ from dlperf.schema import BenchmarkSpec, Repeat, Result, SourceInfo
 
 
 def imported_result(
-    spec: BenchmarkSpec, repeats: list[Repeat], *, source: SourceInfo | None = None
+    spec: BenchmarkSpec,
+    repeats: list[Repeat],
+    *,
+    source: SourceInfo | None = None,
+    target_p95: tuple[float, str] | None = None,
 ) -> Result:
     """The result of repeats read from logs: the environment is the log's, the peak FLOP/s
-    (for the MFU) the one known for the device the log names."""
+    (for the MFU) the one known for the device the log names. `target_p95`: see build_result."""
     workload = described_workload(repeats)
     peak = None
     if workload.get("flops_per_sample"):
@@ -35,4 +39,5 @@ def imported_result(
         peak=peak,
         source=source,
         imported=True,
+        target_p95=target_p95,
     )

@@ -11,7 +11,7 @@ from dlperf.models import MODELS
 from dlperf.report._data import configs, frameworks, scaling_series, select
 from dlperf.report.chart import render_chart, render_scaling_chart
 from dlperf.report.markdown import GENERATED, render_model_report
-from dlperf.report.suites import fambench_table
+from dlperf.report.suites import fambench_summary, fambench_table
 from dlperf.schema import Result, ResultStatus
 from dlperf.store import latest_per_config, load_results
 
@@ -90,12 +90,20 @@ def remove_stale_pages(reports_dir: Path, kept: set[str]) -> list[Path]:
     return removed
 
 
-def write_fambench_report(results_dir: Path, reports_dir: Path) -> tuple[Path, str]:
-    """Write reports/fambench.md (FAMBench's table of the newest result of each configuration);
-    returns the written path and the table."""
-    table = fambench_table(latest_per_config(load_results(results_dir)))
+FAMBENCH_SUMMARY_FILE = "fambench_summary.txt"
+
+
+def write_fambench_report(results_dir: Path, reports_dir: Path) -> tuple[list[Path], str]:
+    """Write, for the newest result of each configuration, reports/fambench.md (FAMBench's
+    README table, a row per configuration) and reports/fambench_summary.txt (its
+    result_summarizer's summary.txt, a row per log); returns the written paths and the table."""
+    results = latest_per_config(load_results(results_dir))
+    check_writable(reports_dir, "the reports folder")
+    table = fambench_table(results)
     heading = "# Results in FAMBench's format\n\n"
-    return atomic_write(reports_dir / "fambench.md", heading + table), table
+    md = atomic_write(reports_dir / "fambench.md", heading + table)
+    summary = atomic_write(reports_dir / FAMBENCH_SUMMARY_FILE, fambench_summary(results))
+    return [md, summary], table
 
 
 def render_index(results: list[Result]) -> str:
