@@ -1,4 +1,4 @@
-"""compare, score, SuperBench export and FAMBench's table, on hand-computed cases."""
+"""compare, SuperBench export and FAMBench's table, on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from dlperf.cli import app
 from dlperf.compare import compare
 from dlperf.report.suites import fambench_table, superbench_metrics
 from dlperf.schema import BenchmarkSpec, Environment, Repeat, RepeatStatus, Window
-from dlperf.score import family, freeze, score
 from dlperf.stats import mann_whitney_p, smallest_p
 from dlperf.store import load_result, write_result
 
@@ -195,65 +194,6 @@ def test_compare_names_configurations_only_one_side_has(tmp_path: Path) -> None:
     (only_a,) = [n for n in notes if "resnet50" in n]
     (only_b,) = [n for n in notes if "bert" in n]
     assert only_a.endswith("only in A") and only_b.endswith("only in B")
-
-
-# ---------------------------------------------------------------------------------- score
-
-
-def test_score_is_1000_for_the_reference_and_weights_families_evenly(tmp_path: Path) -> None:
-    ref_dir = store(tmp_path / "ref", result("resnet50", [100]), result("resnet101", [50]),
-                    result("bert", [40]))  # fmt: skip
-    reference = tmp_path / "ref.json"
-    assert freeze(ref_dir, reference) == 3
-    assert score(ref_dir, reference).total == pytest.approx(1000)
-    # resnet50 2x faster, resnet101 unchanged, bert 2x slower. Weights: resnet family 1/2 split
-    # over 2 configurations (1/4 each), bert 1/2.
-    new = store(tmp_path / "new", result("resnet50", [200]), result("resnet101", [50]),
-                result("bert", [20]))  # fmt: skip
-    s = score(new, reference)
-    expected = 1000 * math.exp(0.25 * math.log(2) + 0.25 * math.log(1) + 0.5 * math.log(0.5))
-    assert s.total == pytest.approx(expected)  # = 1000 * 2 ** -0.25 = 840.9
-    assert s.families["resnet"] == pytest.approx(1000 * math.sqrt(2))
-    assert s.families["bert"] == pytest.approx(500)
-    assert s.members["resnet"] and not s.missing
-
-
-def test_score_names_what_the_results_lack(tmp_path: Path) -> None:
-    ref_dir = store(tmp_path / "ref", result("resnet50", [100]), result("bert", [40]))
-    reference = tmp_path / "ref.json"
-    freeze(ref_dir, reference)
-    s = score(store(tmp_path / "new", result("resnet50", [110])), reference)
-    assert s.total == pytest.approx(1100) and len(s.missing) == 1
-    out = CliRunner().invoke(app, ["score", "--reference", str(reference),
-                                   "--results-dir", str(tmp_path / "new")])  # fmt: skip
-    assert out.exit_code == 0 and "score 1100.0" in out.output and "not in these" in out.output
-
-
-def test_score_json_is_the_score_and_its_parts(tmp_path: Path) -> None:
-    ref_dir = store(tmp_path / "ref", result("resnet50", [100]), result("resnet101", [50]),
-                    result("bert", [40]))  # fmt: skip
-    reference = tmp_path / "ref.json"
-    frozen = CliRunner().invoke(app, ["score", "--freeze", str(reference), "--json",
-                                      "--results-dir", str(ref_dir)])  # fmt: skip
-    assert frozen.exit_code == 0 and json.loads(frozen.stdout) == json.loads(reference.read_text())
-    new = store(tmp_path / "new", result("resnet50", [200]), result("resnet101", [50]))
-    out = CliRunner().invoke(app, ["score", "--reference", str(reference), "--json",
-                                   "--results-dir", str(new)])  # fmt: skip
-    assert out.exit_code == 0, out.output
-    data = json.loads(out.stdout)
-    r50, r101 = (result(m, [1]).spec.config_key() for m in ("resnet50", "resnet101"))
-    assert data["total"] == pytest.approx(1000 * math.sqrt(2))  # bert is missing: resnet alone
-    assert data["families"] == {"resnet": pytest.approx(1000 * math.sqrt(2))}
-    assert data["speedups"] == {r50: 2.0, r101: 1.0} and data["weights"] == {r50: 0.5, r101: 0.5}
-    assert data["members"] == {"resnet": [r101, r50]} and len(data["missing"]) == 1
-    assert data["reference"] == str(reference)
-    assert "score 1414.2" in out.stderr and "not in these results" in out.stderr
-
-
-def test_families() -> None:
-    assert [family(m) for m in ("resnet50", "resnet152", "gpt2-xl", "bert-large", "lstm")] == [
-        "resnet", "resnet", "gpt2", "bert", "lstm"
-    ]  # fmt: skip
 
 
 # ------------------------------------------------------------------- other suites' formats

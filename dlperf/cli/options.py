@@ -244,6 +244,18 @@ Freeze = Annotated[Path | None, _file("Write these results' medians as the refer
 Reference = Annotated[
     Path | None, _file("Score these results against this reference (= 1000).", exists=True)
 ]
+Hierarchy = Annotated[
+    Path | None,
+    _file(
+        "Weight by this hierarchy: TorchBench V0's score.yml (domain -> task -> model); "
+        "default: the catalog's placement, frozen into the reference.",
+        exists=True,
+    ),
+]
+Flat = Annotated[
+    bool,
+    typer.Option(help="Give every model of the reference one equal share (no domain/task)."),
+]
 Baseline = Annotated[Path, _existing("A", "Baseline: a results folder or a result file.")]
 Candidate = Annotated[Path, _existing("B", "Candidate: a results folder or a result file.")]
 Threshold = Annotated[
@@ -254,7 +266,7 @@ ScoreJson = Annotated[
     bool,
     typer.Option(
         "--json",
-        help="Print the score, its family subscores and each configuration's speedup and "
+        help="Print the score, its domain subscores and each configuration's speedup and "
         "weight as JSON on stdout (with --freeze: the reference); the rest on stderr.",
     ),
 ]
