@@ -235,7 +235,9 @@ ExportFormat = Annotated[
     Literal["superbench", "csv", "parquet", "json"],
     typer.Option(
         "--format",
-        help="superbench (SuperBench's metrics, JSON lines), csv, parquet or json (one row a "
+        help="superbench (SuperBench's results-summary.jsonl: one line per node, its names "
+        "and statistics, for `sb result summary` / `sb result diagnosis`), csv, parquet or "
+        "json (one row a "
         "result: spec, status, throughput summary, MFU, latency percentiles, versions; "
         "parquet needs pyarrow and --out; json is an array of the rows as objects).",
     ),

@@ -168,13 +168,15 @@ def export(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     out: o.OutFile = None,
 ) -> None:
-    """Results for other tools: SuperBench's metric names, or a table (CSV, Parquet) of the
-    newest result of each configuration."""
+    """Results for other tools: SuperBench's results-summary.jsonl (one line per node, its
+    names and statistics), or a table (CSV, Parquet) of the newest result of each
+    configuration."""
     from dlperf.store import latest_per_config, load_results
 
     if format_ == "parquet" and out is None:
         raise DlperfError("--format parquet is binary: give --out FILE")
-    results = latest_per_config(load_results(results_dir))
+    stored = load_results(results_dir)
+    results = latest_per_config(stored)
     if format_ == "json":
         from dlperf.report.export import results_json
 
@@ -184,10 +186,11 @@ def export(
     elif format_ == "superbench":
         from dlperf.report.suites import superbench_jsonl
 
-        data: str | bytes = superbench_jsonl(results)
+        # The newest result of each configuration on each node: one line per node.
+        data: str | bytes = superbench_jsonl(stored)
         if not data:
-            raise DlperfError(f"no results with a throughput in {results_dir}")
-        what = f"{data.count(chr(10))} line(s)"
+            raise DlperfError(f"no results in {results_dir}")
+        what = f"{data.count(chr(10))} node line(s)"
     else:
         from dlperf.report.export import results_csv, results_parquet
 
