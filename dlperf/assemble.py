@@ -41,6 +41,8 @@ from dlperf.stats import (
     percentile_name,
     summarize,
 )
+from dlperf.superbench import SUITE as SUPERBENCH
+from dlperf.superbench import superbench_stats
 from dlperf.system import BUSY_SHARE  # the share of the CPUs that makes a machine busy
 
 # Workload facts that must agree across repeats before their numbers may share a median (with
@@ -195,7 +197,8 @@ def build_result(
     job: JobInfo | None = None,
     target_p95: tuple[float, str] | None = None,
 ) -> Result:
-    """The Result of `repeats`: statuses, the median and its spread, latency, LoadGen and MFU.
+    """The Result of `repeats`: statuses, the median and its spread, latency, LoadGen, MFU,
+    and the peer suites' statistics by their own rules (`metrics.peer`).
 
     `environment` describes where it ran; `peak` is the whole job's peak FLOP/s with its source
     (None when unknown), from which the MFU follows. `target_p95`: the p95 batch latency (ms)
@@ -268,6 +271,8 @@ def build_result(
     if any(r.loadgen for r in repeats):  # INVALID repeats included: they are not ok
         loadgen_valid = all(r.loadgen.valid for r in repeats if r.loadgen)
     status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
+    # Peer suites' numbers by their own rules, beside dlperf's (a suite without any: absent).
+    peer = {SUPERBENCH: superbench_stats(spec, repeats)}
     return Result(
         id=result_id,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -288,6 +293,7 @@ def build_result(
             peak_source=peak_source,
             mfu=mfu,
             noisy=noisy,
+            peer={suite: stats for suite, stats in peer.items() if stats},
         ),
         model=ModelInfo(params=start.get("params"), flops_per_sample=start.get("flops_per_sample")),
         environment=environment,

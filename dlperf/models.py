@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from dlperf import DlperfError
 
 PRESETS = ("dlperf", "smoke")
+CV, NLP = "computer vision", "natural language processing"
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class ModelDef:
     params: int | None  # expected parameter count at the default head size, None if it varies
     presets: dict[str, PresetValues] = field(default_factory=dict)
     kind: str = "model"  # "micro": a FAMBench-style microbenchmark of one op (impl "micro")
+    # Where TorchBench's score V0 puts it: domain -> task (its `torchbenchmark/tasks.py` names).
+    domain: str = ""
+    task: str = ""
 
 
 def _gpt2(
@@ -44,6 +48,8 @@ def _gpt2(
         "vocab 50257, tied LM head), AdamW",
         params,
         {"dlperf": PresetValues(20, 100, 7, 8, 8, seq_len=224), "smoke": smoke},
+        domain=NLP,
+        task="language modeling",
     )
 
 
@@ -54,6 +60,8 @@ def _resnet(depth: int, params: int, smoke: PresetValues) -> ModelDef:
         "conv), 1000 classes",
         params,
         {"dlperf": PresetValues(20, 100, 7, 192, 192, image_size=224), "smoke": smoke},
+        domain=CV,
+        task="classification",
     )
 
 
@@ -68,6 +76,8 @@ MODELS: dict[str, ModelDef] = {
                 "dlperf": PresetValues(20, 100, 7, 128, 256, image_size=224),
                 "smoke": PresetValues(2, 5, 3, 4, 4, image_size=64, timeout_s=300),
             },
+            domain=CV,
+            task="classification",
         ),
         ModelDef(
             "bert",
@@ -77,6 +87,8 @@ MODELS: dict[str, ModelDef] = {
                 "dlperf": PresetValues(20, 100, 7, 32, 64, seq_len=128),
                 "smoke": PresetValues(1, 3, 3, 2, 2, seq_len=32, timeout_s=300),
             },
+            domain=NLP,
+            task="language modeling",
         ),
         # SuperBench's PyTorch model families (microsoft/superbenchmark, model_benchmarks/
         # pytorch_*.py) and FAMBench's DLRM; code in adapters/pytorch/zoo.py. The "dlperf"
@@ -101,6 +113,8 @@ MODELS: dict[str, ModelDef] = {
                 "dlperf": PresetValues(20, 100, 7, 32, 32, seq_len=224),
                 "smoke": PresetValues(1, 3, 3, 1, 1, seq_len=16, timeout_s=600),
             },
+            domain=NLP,
+            task="language modeling",
         ),
         ModelDef(
             # The NDv4 config runs a smaller LSTM (input 224, hidden 1000, batch 224, seq 32);
@@ -113,6 +127,8 @@ MODELS: dict[str, ModelDef] = {
                 "dlperf": PresetValues(20, 100, 7, 32, 32, seq_len=512),
                 "smoke": PresetValues(1, 3, 3, 2, 2, seq_len=8, timeout_s=300),
             },
+            domain=NLP,
+            task="other nlp",
         ),
         _resnet(18, 11_689_512, PresetValues(2, 5, 3, 4, 4, image_size=64, timeout_s=300)),
         _resnet(34, 21_797_672, PresetValues(2, 5, 3, 4, 4, image_size=64, timeout_s=300)),
@@ -130,6 +146,8 @@ MODELS: dict[str, ModelDef] = {
                 "dlperf": PresetValues(20, 100, 7, 64, 64, seq_len=100),
                 "smoke": PresetValues(2, 5, 3, 16, 16, seq_len=10, timeout_s=300),
             },
+            domain="recommendation",
+            task="recommendation",
         ),
         # FAMBench's microbenchmarks (benchmarks/dlrm/ubench): one op, scored in TF/s or GB/s;
         # code in adapters/<framework>/micro.py, shapes from --set (see `dlperf list`).
@@ -142,6 +160,8 @@ MODELS: dict[str, ModelDef] = {
                 "smoke": PresetValues(3, 10, 3, 64, 64, timeout_s=300),
             },
             kind="micro",
+            domain="other",
+            task="microbenchmarks",
         ),
         ModelDef(
             "embeddingbag",
@@ -152,6 +172,8 @@ MODELS: dict[str, ModelDef] = {
                 "smoke": PresetValues(3, 10, 3, 256, 256, timeout_s=300),
             },
             kind="micro",
+            domain="other",
+            task="microbenchmarks",
         ),
         ModelDef(
             "pace",
@@ -161,9 +183,40 @@ MODELS: dict[str, ModelDef] = {
                 "dlperf": PresetValues(20, 100, 7, 10, 10, timeout_s=600, no_output_timeout_s=30),
                 "smoke": PresetValues(5, 20, 3, 10, 10, timeout_s=120, no_output_timeout_s=10),
             },
+            domain="other",
+            task="calibration",
         ),
     )
 }  # fmt: skip
+
+
+# TorchBench's own model names where its score V0 places them (torchbenchmark/score/score.yml
+# at pytorch/benchmark 3e4aae8e, V0's last commit), and a few TorchBench models V0 left out,
+# placed by their `task` attribute: a TorchBench user's results keep their weights.
+TORCHBENCH_PLACEMENT: dict[str, tuple[str, str]] = {
+    "pytorch_mobilenet_v3": (CV, "classification"),
+    "yolov3": (CV, "detection"),
+    "Background_Matting": (CV, "other computer vision"),
+    "attention_is_all_you_need_pytorch": (NLP, "translation"),
+    "BERT_pytorch": (NLP, "language modeling"),
+    "fastNLP": (NLP, "other nlp"),
+    "dlrm": ("recommendation", "recommendation"),
+    "LearningToPaint": ("reinforcement learning", "other rl"),
+    "moco": ("other", "other tasks"),
+    "demucs": ("other", "other tasks"),
+    "pytorch_struct": ("other", "other tasks"),
+    # Not in V0's hierarchy; their models' own task.
+    "hf_Bert": (NLP, "language modeling"),
+    "hf_GPT2": (NLP, "language modeling"),
+    "pytorch_unet": (CV, "segmentation"),
+}
+
+
+def placement(model: str) -> tuple[str, str] | None:
+    """(domain, task) of a model of the catalog or of TorchBench's V0; None if neither has it."""
+    if model in MODELS:
+        return MODELS[model].domain, MODELS[model].task
+    return TORCHBENCH_PLACEMENT.get(model)
 
 
 def get_model(name: str) -> ModelDef:

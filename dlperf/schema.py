@@ -357,7 +357,8 @@ class Metrics(_Frozen):
     throughput: SummaryStats | None = None
     step_time_ms: SummaryStats | None = None
     # Per-step (per-batch in inference) time percentiles over every ok repeat's window, in ms:
-    # SuperBench's p50, p90, p95, p99, p99.9.
+    # SuperBench's p50, p90, p95, p99, p99.9, but linearly interpolated (SuperBench's own rule,
+    # numpy's "nearest", gives peer["superbench"]).
     latency_ms: dict[str, float] = Field(default_factory=dict)
     latency_target_met: bool | None = None  # p99 within spec.latency_target_ms
     loadgen_metric: SummaryStats | None = None  # the scenario's metric over the repeats

@@ -1,16 +1,24 @@
-"""`dlperf score`: one number for a set of results against a frozen reference (TorchBench V0).
+"""`dlperf score`: one number for a set of results against a frozen reference, by TorchBench's
+score V0 (pytorch/benchmark `torchbenchmark/score/compute_score_v0.py`, last at 3e4aae8e).
 
 `freeze` writes each configuration's median (the newest ok result per configuration) to a
-reference file. `score` compares results with it: every configuration's speedup is new / ref
-for a throughput (ref / new for a latency), and the score is
+reference file, with the hierarchy its models sit in. `score` compares results with it: every
+configuration's speedup is new / ref for a throughput (ref / new for a latency), and the score is
 
     1000 * exp( sum_i w_i * ln(speedup_i) )
 
-the weighted geometric mean of the speedups scaled so the reference itself scores 1000. The
-weights are TorchBench V0's: split evenly between model families, then evenly between the
-configurations of a family. Each family also gets its own subscore the same way. A
-configuration of the reference that the results lack is left out and named, and the weights are
-renormalised over what is there.
+the weighted geometric mean of the speedups, scaled so the reference itself scores 1000. The
+weights are V0's: the hierarchy is domain -> task -> model -> configuration, each level split
+evenly over what the hierarchy lists (`computer vision` -> `classification` -> `resnet50`).
+As in V0:
+* a configuration the results lack is left out and its model's weight re-spread over the
+  model's configurations that are there;
+* a model the results lack entirely keeps its weight at speedup 1, so the score does not rise
+  because a slow model was not run;
+* a configuration the reference does not hold cannot be scored: V0 stops on it, dlperf names it
+  and leaves it out.
+Domain and task come from the model catalog (`models.placement`: dlperf's models and TorchBench's
+own names), or from a hierarchy file in V0's own `score.yml` format (`--hierarchy`).
 """
 
 from __future__ import annotations
@@ -19,30 +27,29 @@ import json
 import math
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from dlperf import DlperfError, __version__
 from dlperf.compare import values_of
 from dlperf.files import atomic_write
-from dlperf.schema import Result
+from dlperf.models import placement
+from dlperf.schema import IMPLS, Result
 from dlperf.store import latest_per_config, load_results
 
-REFERENCE_VERSION = 1
+# 2: entries name their model; the reference holds its hierarchy. 1 held a name-derived family.
+REFERENCE_VERSION = 2
+# Where a model neither the catalog nor TorchBench places goes: V0's own catch-all.
+UNPLACED = ("other", "other tasks")
 
-
-def family(model: str) -> str:
-    """A model's family: its name up to the size or depth (resnet50 -> resnet, gpt2-xl -> gpt2,
-    bert-large -> bert)."""
-    match = re.match(r"[a-z]+(?:2(?=-))?", model.lower())
-    return match.group(0) if match else model
+Hierarchy = dict[str, dict[str, list[str]]]  # domain -> task -> models
 
 
 @dataclass(frozen=True)
 class Entry:
     key: str
-    family: str
+    model: str
     value: float
     unit: str
     higher_is_better: bool
@@ -57,30 +64,117 @@ def entries_of(results: list[Result]) -> dict[str, Entry]:
         if not values:
             continue
         key = result.spec.config_key()
-        out[key] = Entry(key, family(result.spec.model), statistics.median(values), metric,
-                         better_up)  # fmt: skip
+        out[key] = Entry(key, result.spec.model, statistics.median(values), metric, better_up)
     return out
 
 
-def freeze(results_dir: Path, out: Path) -> int:
-    """Write the reference file; returns how many configurations it holds."""
+def hierarchy_of(models: list[str]) -> tuple[Hierarchy, list[str]]:
+    """The catalog's hierarchy of these models, and the models it does not place (put in
+    V0's `other` / `other tasks`)."""
+    tree: Hierarchy = {}
+    unknown = []
+    for model in sorted(set(models)):
+        where = placement(model)
+        if where is None:
+            unknown.append(model)
+            where = UNPLACED
+        tree.setdefault(where[0], {}).setdefault(where[1], []).append(model)
+    return tree, unknown
+
+
+def flat_hierarchy(models: list[str]) -> Hierarchy:
+    return {"all": {"all": sorted(set(models))}}
+
+
+def load_hierarchy(path: Path) -> Hierarchy:
+    """A hierarchy in TorchBench V0's `score.yml` format:
+    `hierarchy: model: <domain>: <task>: <model>:` (the models are keys with no value, or a
+    list). Needs PyYAML (`pip install pyyaml`) for YAML; a JSON file of the same shape does not."""
+    text = path.read_text()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            import yaml
+        except ImportError:
+            raise DlperfError(
+                f"{path}: reading a YAML hierarchy needs PyYAML: pip install pyyaml"
+            ) from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise DlperfError(f"{path}: not YAML: {exc}") from None
+    try:
+        domains = data["hierarchy"]["model"]
+        tree = {
+            str(domain): {
+                str(task): sorted(map(str, models or [])) for task, models in (tasks or {}).items()
+            }
+            for domain, tasks in domains.items()
+        }
+    except (TypeError, KeyError, AttributeError):
+        raise DlperfError(
+            f"{path}: not a score hierarchy; expected V0's score.yml shape, "
+            "hierarchy: {model: {<domain>: {<task>: {<model>: null, ...}}}}"
+        ) from None
+    for domain, tasks in tree.items():
+        for task, models in tasks.items():
+            if not models:
+                raise DlperfError(f"{path}: {domain} / {task} lists no model")
+        if not tasks:
+            raise DlperfError(f"{path}: domain {domain!r} lists no task")
+    if not tree:
+        raise DlperfError(f"{path}: the hierarchy lists no domain")
+    return tree
+
+
+def freeze(
+    results_dir: Path, out: Path, hierarchy: Hierarchy | None = None
+) -> tuple[int, list[str]]:
+    """Write the reference file with the hierarchy (the catalog's unless one is given);
+    returns how many configurations it holds and the models the catalog could not place."""
     entries = entries_of(load_results(results_dir))
     if not entries:
         raise DlperfError(f"no ok results in {results_dir} to freeze")
+    unknown: list[str] = []
+    if hierarchy is None:
+        hierarchy, unknown = hierarchy_of([e.model for e in entries.values()])
     data = {
         "reference_version": REFERENCE_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dlperf_version": __version__,
+        "hierarchy": hierarchy,
         "entries": [e.__dict__ for e in entries.values()],
     }
     atomic_write(out, json.dumps(data, indent=2) + "\n")
-    return len(entries)
+    return len(entries), unknown
 
 
-def load_reference(path: Path) -> dict[str, Entry]:
+def model_of_key(key: str) -> str:
+    """The model of a configuration key (`<framework>_<model>_<impl>_...`); model names may
+    hold underscores (TorchBench's `pytorch_struct`), implementations never do."""
+    match = re.match(rf"[^_]+_(.+?)_(?:{'|'.join(IMPLS)})_", key)
+    return match.group(1) if match else key.split("_")[1]
+
+
+@dataclass(frozen=True)
+class Reference:
+    entries: dict[str, Entry]
+    hierarchy: Hierarchy
+
+
+def load_reference(path: Path) -> Reference:
     try:
         data = json.loads(path.read_text())
-        return {e["key"]: Entry(**e) for e in data["entries"]}
+        raw = data["entries"]
+        if data.get("reference_version", 1) == 1:  # family, no model: read it off the key
+            raw = [
+                {k: v for k, v in e.items() if k != "family"} | {"model": model_of_key(e["key"])}
+                for e in raw
+            ]
+        entries = {e["key"]: Entry(**e) for e in raw}
+        hierarchy = data.get("hierarchy") or hierarchy_of([e.model for e in entries.values()])[0]
+        return Reference(entries, hierarchy)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         why = f"not a reference made by `dlperf score --freeze`: {exc}"
         raise DlperfError(f"{path}: {why}") from None
@@ -89,33 +183,72 @@ def load_reference(path: Path) -> dict[str, Entry]:
 @dataclass(frozen=True)
 class Score:
     total: float
-    families: dict[str, float]
-    members: dict[str, list[str]]  # family -> its configurations
-    speedups: dict[str, float]  # per configuration
-    weights: dict[str, float]
+    domains: dict[str, float]  # each domain's subscore (its models at their V0 weights)
+    placement: dict[str, list[str]]  # configuration -> [domain, task, model]
+    speedups: dict[str, float]  # per configuration scored
+    weights: dict[str, float]  # V0's effective weight of each configuration scored
     missing: list[str]  # in the reference, not in the results
+    absent_models: list[str]  # in the hierarchy, with no configuration in the results
+    extra: list[str]  # in the results, not in the reference: not scored
+    unplaced: list[str] = field(default_factory=list)  # reference models off the hierarchy
+    hierarchy: Hierarchy = field(default_factory=dict)
 
 
-def weighted_score(reference: dict[str, Entry], current: dict[str, Entry]) -> Score:
-    present = [k for k in reference if k in current]
-    missing = sorted(k for k in reference if k not in current)
+def weighted_score(
+    reference: dict[str, Entry], current: dict[str, Entry], hierarchy: Hierarchy
+) -> Score:
+    where = {
+        model: (domain, task)
+        for domain, tasks in hierarchy.items()
+        for task, models in tasks.items()
+        for model in models
+    }
+    model_weight = {
+        model: 1 / len(hierarchy) / len(tasks) / len(models)
+        for tasks in hierarchy.values()
+        for models in tasks.values()
+        for model in models
+    }
+    present = [k for k in reference if k in current and reference[k].model in where]
     if not present:
         raise DlperfError("none of the reference's configurations is in these results")
-    speedups = {}
+    by_model: dict[str, list[str]] = {}
     for key in present:
-        ref, new = reference[key], current[key]
-        speedups[key] = new.value / ref.value if ref.higher_is_better else ref.value / new.value
-    by_family: dict[str, list[str]] = {}
+        by_model.setdefault(reference[key].model, []).append(key)
+    speedups, weights = {}, {}
+    for model, keys in by_model.items():
+        for key in keys:
+            ref, new = reference[key], current[key]
+            speedups[key] = new.value / ref.value if ref.higher_is_better else ref.value / new.value
+            weights[key] = model_weight[model] / len(keys)  # V0: over the configs that ran
+    log_sum = {domain: 0.0 for domain in hierarchy}
     for key in present:
-        by_family.setdefault(reference[key].family, []).append(key)
-    weights = {key: 1 / len(by_family) / len(keys) for keys in by_family.values() for key in keys}
-    total = 1000 * math.exp(sum(weights[k] * math.log(speedups[k]) for k in present))
-    families = {
-        name: 1000 * math.exp(sum(math.log(speedups[k]) for k in keys) / len(keys))
-        for name, keys in sorted(by_family.items())
-    }
-    return Score(total, families, by_family, speedups, weights, missing)
+        log_sum[where[reference[key].model][0]] += weights[key] * math.log(speedups[key])
+    # A domain's subscore: its own weighted mean, the absent models at speedup 1 as in the total.
+    domains = {d: 1000 * math.exp(s * len(hierarchy)) for d, s in sorted(log_sum.items())}
+    return Score(
+        total=1000 * math.exp(sum(log_sum.values())),
+        domains=domains,
+        placement={k: [*where[reference[k].model], reference[k].model] for k in present},
+        speedups=speedups,
+        weights=weights,
+        missing=sorted(k for k in reference if k not in current),
+        absent_models=sorted(m for m in where if m not in by_model),
+        extra=sorted(k for k in current if k not in reference),
+        unplaced=sorted({e.model for e in reference.values() if e.model not in where}),
+        hierarchy=hierarchy,
+    )
 
 
-def score(results_dir: Path, reference: Path) -> Score:
-    return weighted_score(load_reference(reference), entries_of(load_results(results_dir)))
+def score(
+    results_dir: Path, reference: Path, hierarchy: Path | None = None, flat: bool = False
+) -> Score:
+    """Score the results against the reference, in the reference's own hierarchy unless a
+    V0 `score.yml` is given, or with every model one equal share (`flat`)."""
+    ref = load_reference(reference)
+    tree = ref.hierarchy
+    if hierarchy is not None:
+        tree = load_hierarchy(hierarchy)
+    elif flat:
+        tree = flat_hierarchy([e.model for e in ref.entries.values()])
+    return weighted_score(ref.entries, entries_of(load_results(results_dir)), tree)

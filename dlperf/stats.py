@@ -226,12 +226,13 @@ def summarize(values: Sequence[float], unit: str = "") -> SummaryStats:
     )
 
 
-PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)  # SuperBench's latency set
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)  # SuperBench's set of percentiles
 
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0-100) with linear interpolation between order statistics (numpy's
-    default method), so results agree with SuperBench and pandas."""
+    and pandas' default method). SuperBench's percentiles are numpy's "nearest" instead
+    (`dlperf.superbench.nearest_percentile`), stored apart in `metrics.peer`."""
     if not values:
         raise ValueError("no values for a percentile")
     ordered = sorted(values)

@@ -324,7 +324,7 @@ OTHERS = [
     bad("export parquet to stdout", ["export", "--format", "parquet", "--results-dir", "stored"],
         "--format parquet is binary: give --out FILE", STORED),
     bad("export results dir missing", ["export", "--format", "superbench", "--results-dir",
-        "nosuch"], "no results with a throughput in nosuch"),
+        "nosuch"], "no results in nosuch"),
     bad("export out a folder", ["export", "--format", "superbench", "--results-dir", "stored",
         "--out", "adir"], "adir is a folder; give a file", {**STORED, **A_DIR}),
     bad("export out empty", ["export", "--format", "superbench", "--results-dir", "stored",

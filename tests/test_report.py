@@ -463,7 +463,7 @@ def test_a_mixed_train_inference_and_loadgen_report_reads_right(
     assert "| speedup |" not in page and "## Scaling" not in page  # one topology each
     sections = page.split("### ")
     plain = next(s for s in sections if s.startswith("infer · fp32"))
-    assert "latency p50 / p99 (ms)" in plain and "| 12.5 / 19.2 |" in plain
+    assert "latency p50 / p99 (ms, interpolated)" in plain and "| 12.5 / 19.2 |" in plain
     loadgen = next(s for s in sections if s.startswith("infer · LoadGen server"))
     assert "LoadGen metric" in loadgen and "LoadGen judged the run INVALID" in loadgen
     assert "LoadGen metrics in their own units" in page

@@ -1,4 +1,4 @@
-"""compare, score, SuperBench export and FAMBench's table, on hand-computed cases."""
+"""compare, SuperBench export and FAMBench's table, on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from dlperf import DlperfError
 from dlperf.assemble import build_result
 from dlperf.cli import app
 from dlperf.compare import compare
-from dlperf.report.suites import fambench_table, superbench_metrics
-from dlperf.schema import BenchmarkSpec, Environment, Repeat, RepeatStatus, Window
-from dlperf.score import family, freeze, score
+from dlperf.report.suites import fambench_table, superbench_metrics, superbench_tags
+from dlperf.schema import BenchmarkSpec, Environment, JobInfo, Repeat, RepeatStatus, Window
 from dlperf.stats import mann_whitney_p, smallest_p
 from dlperf.store import load_result, write_result
+from dlperf.superbench import SB_PERCENTILES, nearest_percentile
 
 ENVIRONMENT = Environment(dlperf_version="test", host="test-host", os="linux")
 
@@ -197,84 +197,213 @@ def test_compare_names_configurations_only_one_side_has(tmp_path: Path) -> None:
     assert only_a.endswith("only in A") and only_b.endswith("only in B")
 
 
-# ---------------------------------------------------------------------------------- score
-
-
-def test_score_is_1000_for_the_reference_and_weights_families_evenly(tmp_path: Path) -> None:
-    ref_dir = store(tmp_path / "ref", result("resnet50", [100]), result("resnet101", [50]),
-                    result("bert", [40]))  # fmt: skip
-    reference = tmp_path / "ref.json"
-    assert freeze(ref_dir, reference) == 3
-    assert score(ref_dir, reference).total == pytest.approx(1000)
-    # resnet50 2x faster, resnet101 unchanged, bert 2x slower. Weights: resnet family 1/2 split
-    # over 2 configurations (1/4 each), bert 1/2.
-    new = store(tmp_path / "new", result("resnet50", [200]), result("resnet101", [50]),
-                result("bert", [20]))  # fmt: skip
-    s = score(new, reference)
-    expected = 1000 * math.exp(0.25 * math.log(2) + 0.25 * math.log(1) + 0.5 * math.log(0.5))
-    assert s.total == pytest.approx(expected)  # = 1000 * 2 ** -0.25 = 840.9
-    assert s.families["resnet"] == pytest.approx(1000 * math.sqrt(2))
-    assert s.families["bert"] == pytest.approx(500)
-    assert s.members["resnet"] and not s.missing
-
-
-def test_score_names_what_the_results_lack(tmp_path: Path) -> None:
-    ref_dir = store(tmp_path / "ref", result("resnet50", [100]), result("bert", [40]))
-    reference = tmp_path / "ref.json"
-    freeze(ref_dir, reference)
-    s = score(store(tmp_path / "new", result("resnet50", [110])), reference)
-    assert s.total == pytest.approx(1100) and len(s.missing) == 1
-    out = CliRunner().invoke(app, ["score", "--reference", str(reference),
-                                   "--results-dir", str(tmp_path / "new")])  # fmt: skip
-    assert out.exit_code == 0 and "score 1100.0" in out.output and "not in these" in out.output
-
-
-def test_score_json_is_the_score_and_its_parts(tmp_path: Path) -> None:
-    ref_dir = store(tmp_path / "ref", result("resnet50", [100]), result("resnet101", [50]),
-                    result("bert", [40]))  # fmt: skip
-    reference = tmp_path / "ref.json"
-    frozen = CliRunner().invoke(app, ["score", "--freeze", str(reference), "--json",
-                                      "--results-dir", str(ref_dir)])  # fmt: skip
-    assert frozen.exit_code == 0 and json.loads(frozen.stdout) == json.loads(reference.read_text())
-    new = store(tmp_path / "new", result("resnet50", [200]), result("resnet101", [50]))
-    out = CliRunner().invoke(app, ["score", "--reference", str(reference), "--json",
-                                   "--results-dir", str(new)])  # fmt: skip
-    assert out.exit_code == 0, out.output
-    data = json.loads(out.stdout)
-    r50, r101 = (result(m, [1]).spec.config_key() for m in ("resnet50", "resnet101"))
-    assert data["total"] == pytest.approx(1000 * math.sqrt(2))  # bert is missing: resnet alone
-    assert data["families"] == {"resnet": pytest.approx(1000 * math.sqrt(2))}
-    assert data["speedups"] == {r50: 2.0, r101: 1.0} and data["weights"] == {r50: 0.5, r101: 0.5}
-    assert data["members"] == {"resnet": [r101, r50]} and len(data["missing"]) == 1
-    assert data["reference"] == str(reference)
-    assert "score 1414.2" in out.stderr and "not in these results" in out.stderr
-
-
-def test_families() -> None:
-    assert [family(m) for m in ("resnet50", "resnet152", "gpt2-xl", "bert-large", "lstm")] == [
-        "resnet", "resnet", "gpt2", "bert", "lstm"
-    ]  # fmt: skip
-
-
 # ------------------------------------------------------------------- other suites' formats
 
 
-def test_superbench_metric_names(tmp_path: Path) -> None:
-    r = result("resnet50", [100, 100, 100], mode="infer", step_times=(0.010, 0.020))
-    metrics = superbench_metrics(r)
-    assert metrics["model-benchmarks/pytorch-resnet50/fp32_inference_throughput"] == 100
-    assert metrics["model-benchmarks/pytorch-resnet50/fp32_inference_step_time"] == 80.0
-    assert metrics["model-benchmarks/pytorch-resnet50/fp32_inference_step_time_50"] == 15.0
-    assert "model-benchmarks/pytorch-resnet50/fp32_inference_step_time_99.9" in metrics
-    write_result(tmp_path, r)
+def sb_result(
+    model: str,
+    repeats_ms: list[list[float]],
+    *,
+    batch: int = 10,
+    host: str = "node-a",
+    hosts: tuple[str, ...] = (),
+    statuses=(),
+    amp_dtype=None,
+    **spec,
+):
+    """A result whose repeats have these per-step times (ms), every step marked, and dlperf's
+    window throughput: all ranks' samples over the window's time."""
+    s = BenchmarkSpec(framework="pytorch", model=model, batch_size=batch,
+                      repeats=len(repeats_ms) + len(statuses), **spec)  # fmt: skip
+    repeats = []
+    for i, times in enumerate(repeats_ms, 1):
+        elapsed, samples = sum(times) / 1000, s.world_size * batch * len(times)
+        repeats.append(Repeat(
+            index=i, status=RepeatStatus.ok, throughput=samples / elapsed,
+            window=Window(start_step=5, end_step=5 + len(times), samples=samples,
+                          elapsed_s=elapsed),
+            step_times_s=[t / 1000 for t in times], workload={"amp_dtype": amp_dtype},
+        ))  # fmt: skip
+    for j, status in enumerate(statuses, len(repeats_ms) + 1):
+        repeats.append(Repeat(index=j, status=status, message="boom"))
+    job = JobInfo(hosts=list(hosts), world_size=s.world_size, global_batch=s.global_batch)
+    env = Environment(dlperf_version="test", host=host, os="linux")
+    return build_result(s, f"id-{s.config_key()}-{host}", repeats, environment=env, job=job)
+
+
+def sb_lines(tmp_path: Path, *results) -> list[dict]:
+    """`dlperf export --format superbench` of these results, stored, as parsed lines."""
+    folder = store(tmp_path / "stored", *results)
     out = CliRunner().invoke(app, ["export", "--format", "superbench",
-                                   "--results-dir", str(tmp_path)])  # fmt: skip
-    (line,) = out.stdout.splitlines()
-    assert json.loads(line)["model-benchmarks/pytorch-resnet50/fp32_inference_throughput"] == 100
-    target = tmp_path / "sb.jsonl"
-    CliRunner().invoke(app, ["export", "--format", "superbench", "--results-dir", str(tmp_path),
-                             "--out", str(target)])  # fmt: skip
-    assert target.read_text() == out.stdout
+                                   "--results-dir", str(folder)])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def test_superbench_nearest_percentile_is_numpys() -> None:
+    import numpy as np
+
+    # numpy's "nearest": index round((n - 1) p / 100), a half to the even index.
+    assert nearest_percentile([1, 2, 3, 4], 50) == 3  # 1.5 -> 2
+    assert nearest_percentile([1, 2, 3, 4, 5, 6], 50) == 3  # 2.5 -> 2
+    assert nearest_percentile(list(range(11)), 95) == 10  # 9.5 -> 10
+    rng = np.random.default_rng(14)
+    for n in [*range(1, 40), 100, 128, 1000, 2048]:
+        values = list(rng.lognormal(size=n))
+        for p in SB_PERCENTILES:
+            expected = np.percentile(values, float(p), method="nearest")
+            assert nearest_percentile(values, float(p)) == expected, (n, p)
+
+
+def test_superbench_throughput_is_per_gpu_the_mean_of_per_step_rates() -> None:
+    # 2 ranks of batch 50, steps of 80 and 120 ms: dlperf's window throughput is the job's,
+    # 2 x 50 x 4 / 0.4 s = 1000 samples/s; SuperBench's is per GPU and the mean of per-step
+    # rates, (50 / 0.08 + 50 / 0.12) / 2 = (625 + 416.67) / 2 = 520.83, not 1000 / 2 = 500.
+    r = sb_result("resnet50", [[80, 120, 80, 120]], batch=50, devices_per_node=2)
+    assert r.metrics.throughput.median == pytest.approx(1000)
+    peer = r.metrics.peer["superbench"]
+    assert peer["fp32_train_throughput"].value == pytest.approx((625 + 50 / 0.12) / 2)
+    assert peer["fp32_train_throughput"].unit == "samples/s per rank"
+    assert "per-step throughput" in peer["fp32_train_throughput"].rule
+    assert "slowest rank" in peer["fp32_train_throughput"].rule
+    assert peer["fp32_train_step_time"].value == pytest.approx(100)
+    # Training has no percentiles in SuperBench.
+    assert set(peer) == {"fp32_train_step_time", "fp32_train_throughput"}
+
+
+def test_superbench_inference_percentiles_are_nearest_not_interpolated() -> None:
+    # 11 steps: nine of 100 ms, a 299 ms and a 1165 ms stall. p95 sits at index 9.5: dlperf
+    # interpolates (299 + 1165) / 2 = 732 ms, SuperBench (numpy "nearest") takes index 10,
+    # 1165 ms. p99 (index 9.9): 299 + 0.9 x 866 = 1078.4 against 1165; p90 (index 9) agree.
+    r = sb_result("resnet50", [[100] * 9 + [299, 1165]], mode="infer")
+    assert r.metrics.latency_ms["p95"] == pytest.approx(732)
+    assert r.metrics.latency_ms["p99"] == pytest.approx(1078.4)
+    peer = {k: v.value for k, v in r.metrics.peer["superbench"].items()}
+    assert peer["fp32_inference_step_time_95"] == 1165
+    assert peer["fp32_inference_step_time_99"] == peer["fp32_inference_step_time_99.9"] == 1165
+    assert peer["fp32_inference_step_time_90"] == 299 and r.metrics.latency_ms["p90"] == 299
+    assert peer["fp32_inference_step_time_50"] == 100
+    assert peer["fp32_inference_step_time"] == pytest.approx(2364 / 11)  # 900 + 299 + 1165
+    # Throughput per step, batch 10: nine of 100/s, 10 / 0.299 and 10 / 1.165 samples/s.
+    assert peer["fp32_inference_throughput"] == pytest.approx((900 + 10 / 0.299 + 10 / 1.165) / 11)
+    assert peer["fp32_inference_throughput_50"] == 100  # index 5 of the ascending rates
+    assert peer["fp32_inference_throughput_95"] == 100
+    assert len(peer) == 2 + 2 * 5
+    rule = r.metrics.peer["superbench"]["fp32_inference_step_time_95"].rule
+    assert "nearest" in rule and "SuperBench" in rule
+
+
+def test_superbench_statistics_come_from_the_median_repeat() -> None:
+    # Three repeats at 100, 125 and 80 ms a step: the median throughput is the 100 ms one.
+    r = sb_result("bert", [[80, 80], [100, 100], [125, 125]], batch=8)
+    peer = r.metrics.peer["superbench"]
+    assert peer["fp32_train_step_time"].value == pytest.approx(100)
+    assert peer["fp32_train_throughput"].value == pytest.approx(80)
+    assert "repeat 2, the median of 3 ok" in peer["fp32_train_step_time"].rule
+    # Four repeats: the lower of the middle two (an actual run, not an average of two).
+    r = sb_result("bert", [[80], [100], [125], [110]], batch=8)
+    assert r.metrics.peer["superbench"]["fp32_train_step_time"].value == pytest.approx(110)
+
+
+def test_superbench_names_follow_its_registry_and_shipped_configs(tmp_path: Path) -> None:
+    cases = [("bert", "bert_models/pytorch-bert-base"),
+             ("bert-large", "bert_models/pytorch-bert-large"),
+             ("gpt2-large", "gpt_models/pytorch-gpt2-large"),
+             ("lstm", "lstm_models/pytorch-lstm"),
+             ("resnet101", "resnet_models/pytorch-resnet101")]  # fmt: skip
+    for model, name in cases:
+        metrics = superbench_metrics(sb_result(model, [[100, 100]]))
+        assert set(metrics) == {
+            f"{name}/{m}" for m in ("return_code", "fp32_train_step_time", "fp32_train_throughput")
+        }
+    amp = sb_result("resnet50", [[50, 50]], mode="infer", precision="amp", amp_dtype="bfloat16")
+    name = "resnet_models/pytorch-resnet50/bf16_inference_throughput_99.9"
+    assert name in superbench_metrics(amp)
+    (line,) = sb_lines(tmp_path, amp)
+    assert line["resnet_models/pytorch-resnet50/bf16_inference_throughput"] == pytest.approx(200)
+    assert list(line)[-1] == "node" and line["node"] == "node-a"
+
+
+def test_superbench_export_is_one_line_per_node(tmp_path: Path) -> None:
+    # Two results on node-a, one on node-b, and the same configuration on both nodes.
+    a1 = sb_result("resnet50", [[100, 100]])
+    a2 = sb_result("bert", [[50, 50]], batch=4)
+    b1 = sb_result("resnet50", [[125, 125]], host="node-b")
+    lines = sb_lines(tmp_path, a1, a2, b1)
+    assert [line["node"] for line in lines] == ["node-a", "node-b"]  # unique: a pandas index
+    a, b = lines
+    assert a["resnet_models/pytorch-resnet50/fp32_train_throughput"] == pytest.approx(100)
+    assert a["bert_models/pytorch-bert-base/fp32_train_throughput"] == pytest.approx(80)
+    assert b["resnet_models/pytorch-resnet50/fp32_train_throughput"] == pytest.approx(80)
+    assert "bert_models/pytorch-bert-base/return_code" not in b
+
+
+def test_superbench_export_keeps_configurations_it_cannot_tell_apart(tmp_path: Path) -> None:
+    # 1 rank and 2 ranks of resnet50, 100 ms steps, batch 50: dlperf says 500 and 1000
+    # samples/s; SuperBench's names would put both on one metric (its summary: mean 750).
+    one = sb_result("resnet50", [[100, 100]], batch=50)
+    two = sb_result("resnet50", [[100, 100]], batch=50, devices_per_node=2)
+    fp16 = sb_result("resnet50", [[50, 50]], batch=50, precision="amp", amp_dtype="float16")
+    bert = sb_result("bert", [[100, 100]])
+    (line,) = sb_lines(tmp_path, one, two, fp16, bert)
+    single = "model-benchmarks:resnet_models-1n1d/pytorch-resnet50/"
+    double = "model-benchmarks:resnet_models-1n2d/pytorch-resnet50/"
+    assert line[single + "fp32_train_throughput"] == pytest.approx(500)
+    assert line[double + "fp32_train_throughput"] == pytest.approx(500)  # per GPU
+    assert line[single + "fp16_train_throughput"] == pytest.approx(1000)  # same settings
+    assert line[single + "return_code"] == 0
+    assert line[double + "return_code:0"] == line[double + "return_code:1"] == 0
+    assert not [k for k in line if k.startswith("resnet_models/")]
+    assert line["bert_models/pytorch-bert-base/fp32_train_throughput"] == pytest.approx(100)
+    tags = superbench_tags([one, two, bert])
+    assert tags[bert.spec.config_key()] == "bert_models"
+    # Several differing settings, in a fixed order: batch after the ranks, then shapes.
+    other = sb_result("resnet50", [[100]], batch=64, devices_per_node=2, image_size=160)
+    tags = superbench_tags([one, other])
+    assert tags[other.spec.config_key()] == "model-benchmarks:resnet_models-1n2d-b64-img160"
+    assert tags[one.spec.config_key()] == "model-benchmarks:resnet_models-1n1d-b50"
+
+
+def test_superbench_return_code_flags_failed_runs_only(tmp_path: Path) -> None:
+    ok = sb_result("resnet50", [[100, 100]])
+    crashed = sb_result("bert", [], statuses=[RepeatStatus.crashed])
+    partial = sb_result("lstm", [[100, 100]], statuses=[RepeatStatus.timeout])
+    amp_failed = sb_result("resnet50", [], precision="amp", statuses=[RepeatStatus.too_few_steps])
+    (line,) = sb_lines(tmp_path, ok, crashed, partial)
+    assert line["resnet_models/pytorch-resnet50/return_code"] == 0
+    # A failed result is its return code alone (4: SuperBench's RUNTIME_EXCEPTION_ERROR).
+    assert line["bert_models/pytorch-bert-base/return_code"] == 4
+    assert not [k for k in line if k.startswith("bert_models/") and "return_code" not in k]
+    # Some repeats failed: the numbers of the ok ones, and the failure's code (timeout: 124).
+    assert line["lstm_models/pytorch-lstm/return_code"] == 124
+    assert line["lstm_models/pytorch-lstm/fp32_train_throughput"] == pytest.approx(100)
+    # One SuperBench benchmark runs every precision: one code, non-zero when one failed.
+    (line,) = sb_lines(tmp_path / "2", ok, amp_failed)
+    assert line["resnet_models/pytorch-resnet50/return_code"] == 3
+    assert line["resnet_models/pytorch-resnet50/fp32_train_throughput"] == pytest.approx(100)
+
+
+def test_superbench_multi_node_metrics_on_node_0_codes_on_every_node(tmp_path: Path) -> None:
+    job = sb_result("resnet50", [[100, 100]], nodes=2, hosts=("node-b", "node-a"), host="node-b")
+    a, b = sb_lines(tmp_path, job)
+    assert (a["node"], b["node"]) == ("node-a", "node-b")
+    assert b["resnet_models/pytorch-resnet50/fp32_train_throughput"] == pytest.approx(100)
+    assert a == {"resnet_models/pytorch-resnet50/return_code": 0, "node": "node-a"}
+
+
+def test_superbench_export_uses_stored_statistics_or_recomputes_them(tmp_path: Path) -> None:
+    r = sb_result("resnet50", [[80, 120]], batch=50)
+    path = write_result(tmp_path / "stored", r)
+    name = "resnet_models/pytorch-resnet50/fp32_train_throughput"
+    export = ["export", "--format", "superbench", "--results-dir", str(tmp_path / "stored")]
+    assert json.loads(CliRunner().invoke(app, export).stdout)[name] == pytest.approx(520.8333333)
+    data = json.loads(path.read_text())
+    data["metrics"]["peer"]["superbench"]["fp32_train_throughput"]["value"] = 123.0
+    path.write_text(json.dumps(data))
+    assert json.loads(CliRunner().invoke(app, export).stdout)[name] == 123.0  # the stored one
+    del data["metrics"]["peer"]  # a version-4 file: computed from its step marks
+    path.write_text(json.dumps({**data, "schema_version": 4}))
+    assert json.loads(CliRunner().invoke(app, export).stdout)[name] == pytest.approx(520.8333333)
 
 
 def stored_for_export(folder: Path) -> list:

@@ -245,7 +245,9 @@ ExportFormat = Annotated[
     Literal["superbench", "csv", "parquet", "json"],
     typer.Option(
         "--format",
-        help="superbench (SuperBench's metrics, JSON lines), csv, parquet or json (one row a "
+        help="superbench (SuperBench's results-summary.jsonl: one line per node, its names "
+        "and statistics, for `sb result summary` / `sb result diagnosis`), csv, parquet or "
+        "json (one row a "
         "result: spec, status, throughput summary, MFU, latency percentiles, versions; "
         "parquet needs pyarrow and --out; json is an array of the rows as objects).",
     ),
@@ -253,6 +255,18 @@ ExportFormat = Annotated[
 Freeze = Annotated[Path | None, _file("Write these results' medians as the reference here.")]
 Reference = Annotated[
     Path | None, _file("Score these results against this reference (= 1000).", exists=True)
+]
+Hierarchy = Annotated[
+    Path | None,
+    _file(
+        "Weight by this hierarchy: TorchBench V0's score.yml (domain -> task -> model); "
+        "default: the catalog's placement, frozen into the reference.",
+        exists=True,
+    ),
+]
+Flat = Annotated[
+    bool,
+    typer.Option(help="Give every model of the reference one equal share (no domain/task)."),
 ]
 Baseline = Annotated[Path, _existing("A", "Baseline: a results folder or a result file.")]
 Candidate = Annotated[Path, _existing("B", "Candidate: a results folder or a result file.")]
@@ -264,7 +278,7 @@ ScoreJson = Annotated[
     bool,
     typer.Option(
         "--json",
-        help="Print the score, its family subscores and each configuration's speedup and "
+        help="Print the score, its domain subscores and each configuration's speedup and "
         "weight as JSON on stdout (with --freeze: the reference); the rest on stderr.",
     ),
 ]

@@ -164,11 +164,18 @@ def sources_table(states) -> Table:
     return table
 
 
-def score_table(s) -> Table:
-    table = Table("family", "subscore", "configurations")
-    for name, value in s.families.items():
-        table.add_row(name, f"{value:.1f}", str(len(s.members[name])))
-    return table
+def score_tables(s) -> tuple[Table, Table]:
+    """Each scored configuration (where V0's hierarchy puts it, its speedup and weight), and
+    each domain's subscore."""
+    configs = Table("domain / task / model", "configuration", "speedup", "weight")
+    for key, (domain, task, model) in sorted(s.placement.items(), key=lambda kv: kv[1]):
+        configs.add_row(f"{domain} / {task} / {model}", key, f"{s.speedups[key]:.4f}",
+                        f"{s.weights[key]:.4f}")  # fmt: skip
+    domains = Table("domain", "subscore", "weight", "tasks")
+    for domain, value in s.domains.items():
+        tasks = len(s.hierarchy[domain])
+        domains.add_row(domain, f"{value:.1f}", f"{1 / len(s.domains):.4f}", str(tasks))
+    return configs, domains
 
 
 def doctor_checks_table(checks) -> Table:

@@ -12,7 +12,7 @@ from rich.markup import escape as esc
 
 import dlperf.cli.options as o
 from dlperf import DlperfError
-from dlperf.cli.render import console, err, headline, print_json, score_table
+from dlperf.cli.render import console, err, headline, print_json, score_tables
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
 
@@ -172,13 +172,15 @@ def export(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     out: o.OutFile = None,
 ) -> None:
-    """Results for other tools: SuperBench's metric names, or a table (CSV, Parquet) of the
-    newest result of each configuration."""
+    """Results for other tools: SuperBench's results-summary.jsonl (one line per node, its
+    names and statistics), or a table (CSV, Parquet) of the newest result of each
+    configuration."""
     from dlperf.store import latest_per_config, load_results
 
     if format_ == "parquet" and out is None:
         raise DlperfError("--format parquet is binary: give --out FILE")
-    results = latest_per_config(load_results(results_dir))
+    stored = load_results(results_dir)
+    results = latest_per_config(stored)
     if format_ == "json":
         from dlperf.report.export import results_json
 
@@ -188,10 +190,11 @@ def export(
     elif format_ == "superbench":
         from dlperf.report.suites import superbench_jsonl
 
-        data: str | bytes = superbench_jsonl(results)
+        # The newest result of each configuration on each node: one line per node.
+        data: str | bytes = superbench_jsonl(stored)
         if not data:
-            raise DlperfError(f"no results with a throughput in {results_dir}")
-        what = f"{data.count(chr(10))} line(s)"
+            raise DlperfError(f"no results in {results_dir}")
+        what = f"{data.count(chr(10))} node line(s)"
     else:
         from dlperf.report.export import results_csv, results_parquet
 
@@ -209,27 +212,44 @@ def export(
 def score(
     freeze: o.Freeze = None,
     reference: o.Reference = None,
+    hierarchy: o.Hierarchy = None,
+    flat: o.Flat = False,
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.ScoreJson = False,
 ) -> None:
     """TorchBench V0's score: the weighted geometric mean of speedups over a frozen reference,
-    weights split evenly by model family, then by configuration; 1000 = the reference."""
+    weights split evenly by domain, task, model, then configuration; 1000 = the reference."""
     from dlperf import score as scoring
 
     if (freeze is None) == (reference is None):
         raise DlperfError("give one of --freeze FILE (make a reference) or --reference FILE")
+    if flat and hierarchy is not None:
+        raise DlperfError("give --flat or --hierarchy, not both")
     out = err if json_out else console  # with --json, stdout is the JSON alone
     if freeze is not None:
-        n = scoring.freeze(results_dir, freeze)
+        tree = scoring.load_hierarchy(hierarchy) if hierarchy is not None else None
+        n, unknown = scoring.freeze(results_dir, freeze, tree)
         out.print(f"froze {n} configuration(s) into {freeze}", markup=False)
+        for model in unknown:
+            out.print(
+                f"[yellow]warning:[/] the catalog does not place {model}: it goes under "
+                "other / other tasks; freeze with --hierarchy score.yml to place it"
+            )
         if json_out:
             sys.stdout.write(freeze.read_text())
         return
-    s = scoring.score(results_dir, reference)
-    out.print(score_table(s))
+    s = scoring.score(results_dir, reference, hierarchy, flat)
+    for table in score_tables(s):
+        out.print(table)
     out.print(f"[bold]score {s.total:.1f}[/] (reference = 1000)")
     for key in s.missing:
         out.print(f"[yellow]warning:[/] {key} is in the reference but not in these results")
+    for model in s.absent_models:
+        out.print(f"[yellow]warning:[/] no result for {model}: it keeps its weight at speedup 1")
+    for key in s.extra:
+        out.print(f"[yellow]warning:[/] {key} is not in the reference: not scored")
+    for model in s.unplaced:
+        out.print(f"[yellow]warning:[/] {model} is not in the hierarchy: not scored")
     if json_out:
         print_json({"reference": str(reference), **asdict(s)})
 

@@ -342,7 +342,7 @@ def _framework_section(
         if config.scenario:
             columns += ["LoadGen metric", "LoadGen details"]
         elif config.mode == "infer":
-            columns += ["latency p50 / p99 (ms)"]
+            columns += ["latency p50 / p99 (ms, interpolated)"]
         if any(r.metrics.score is not None for r in group):
             columns += ["score"]
         columns += ["min–max", "95% CI", "CV", "repeats ok", "MFU", "busy", "window"]
@@ -392,7 +392,7 @@ def _framework_row(result: Result, base: float | None, footnotes: dict[str, int]
         "scaling efficiency": efficiency,
         "LoadGen metric": _loadgen_cell(result) if s.scenario else DASH,
         "LoadGen details": _loadgen_details(result),
-        "latency p50 / p99 (ms)": latency,
+        "latency p50 / p99 (ms, interpolated)": latency,
         "score": DASH if m.score is None else f"{m.score:.4g} {m.score_unit or ''}".rstrip(),
         "min–max": f"{t.min:.2f}–{t.max:.2f}" if ok else DASH,
         "95% CI": ci_text(t) if ok else DASH,

@@ -4,59 +4,179 @@ FAMBench's result table."""
 from __future__ import annotations
 
 import json
+import re
+from collections import defaultdict
 from dataclasses import astuple, dataclass
 from typing import Any
 
 from dlperf.assemble import micro_score
-from dlperf.schema import RepeatStatus, Result
+from dlperf.schema import BenchmarkSpec, PeerStat, RepeatStatus, Result
 from dlperf.stats import fambench_p95
+from dlperf.superbench import SUITE, superbench_stats
+from dlperf.superbench import precision_name as _precision_name
 
-# SuperBench names the modes "train" and "inference", the precisions by their data type.
-_SB_MODES = {"train": "train", "infer": "inference"}
-_AMP_TYPES = {"float16": "fp16", "bfloat16": "bf16"}
+# SuperBench's model names where dlperf's differ (its registry: pytorch-bert-base, -bert-large,
+# -gpt2-small ... -xl, -lstm, -resnet18 ... -resnet152).
+_SB_MODELS = {"bert": "bert-base"}
+# The benchmark keys of SuperBench's shipped configs (superbench/config/*.yaml), by family;
+# a family they do not run gets `<family>_models` in the same style.
+_SB_TAGS = {"resnet": "resnet_models", "bert": "bert_models", "gpt2": "gpt_models",
+            "lstm": "lstm_models"}  # fmt: skip
+# SuperBench's ReturnCode (superbench/benchmarks/return_code.py) for each way a repeat fails.
+SB_RETURN_CODES = {
+    RepeatStatus.ok: 0,
+    RepeatStatus.crashed: 4,  # RUNTIME_EXCEPTION_ERROR
+    RepeatStatus.interrupted: 4,
+    RepeatStatus.timeout: 124,  # KILLED_BY_TIMEOUT
+    RepeatStatus.hung: 124,
+    RepeatStatus.too_few_steps: 3,  # INVALID_BENCHMARK_RESULT
+    RepeatStatus.bad_output: 3,
+    RepeatStatus.inconsistent: 3,
+    RepeatStatus.invalid: 3,
+    RepeatStatus.unsupported: 1,  # INVALID_ARGUMENT
+}
+_FAILED = 3  # a result without repeats
 
 
 def superbench_precision(result: Result) -> str:
-    if result.spec.precision != "amp":
-        return "fp32"
-    ok = [r for r in result.repeats if r.status.value == "ok"]
-    dtype = ok[0].workload.get("amp_dtype") if ok else None
-    return _AMP_TYPES.get(str(dtype), "fp16" if result.spec.device == "cuda" else "bf16")
+    """fp32, fp16 or bf16: the precision part of SuperBench's metric names."""
+    return _precision_name(result.spec, result.repeats)
 
 
-def superbench_metrics(result: Result) -> dict[str, float]:
-    """`model-benchmarks/<framework>-<model>/<precision>_<mode>_<metric>`: SuperBench's names
-    for step time (ms, the median repeat's mean step), throughput (samples/s, the median) and
-    the step-time percentiles (`..._step_time_<p>`)."""
-    s, m = result.spec, result.metrics
-    prefix = f"model-benchmarks/{s.framework}-{s.model}/"
-    prefix += f"{superbench_precision(result)}_{_SB_MODES[s.mode]}_"
-    out: dict[str, float] = {}
-    if m.step_time_ms:
-        out[prefix + "step_time"] = m.step_time_ms.median
-    if m.throughput:
-        out[prefix + "throughput"] = m.throughput.median
-    for name, value in m.latency_ms.items():  # "p99.9" -> "step_time_99.9"
-        out[f"{prefix}step_time_{name[1:]}"] = value
+def superbench_tag(model: str) -> str:
+    """The benchmark key SuperBench's shipped configs run `model` under (`resnet_models`)."""
+    family = re.match(r"[a-z]+(?:2(?=-))?", model.lower())
+    name = family.group(0) if family else model
+    return _SB_TAGS.get(name, f"{name}_models")
+
+
+def superbench_benchmark(spec: BenchmarkSpec) -> str:
+    """`<framework>-<model>` as SuperBench names it: pytorch-bert-base, pytorch-resnet50."""
+    return f"{spec.framework}-{_SB_MODELS.get(spec.model, spec.model)}"
+
+
+def superbench_stats_of(result: Result) -> dict[str, PeerStat]:
+    """The stored SuperBench statistics, or (results assembled before they were stored) the
+    same computed now from the stored step marks."""
+    stored = result.metrics.peer.get(SUITE)
+    return dict(stored) if stored is not None else superbench_stats(result.spec, result.repeats)
+
+
+def superbench_return_code(result: Result) -> int:
+    """0 when every repeat was ok, else SuperBench's code for the first failed repeat (as a
+    SuperBench run that failed in a later round: its numbers kept, its code non-zero)."""
+    for r in result.repeats:
+        if r.status != RepeatStatus.ok:
+            return SB_RETURN_CODES.get(r.status, _FAILED)
+    return 0 if result.repeats else _FAILED
+
+
+def superbench_metrics(result: Result, tag: str | None = None) -> dict[str, float]:
+    """One result's metrics under SuperBench's full names, `<tag>/<framework>-<model>/<metric>`
+    (`resnet_models/pytorch-resnet50/fp32_train_throughput`), with its `return_code`."""
+    base = f"{tag or superbench_tag(result.spec.model)}/{superbench_benchmark(result.spec)}/"
+    out: dict[str, float] = {base + "return_code": superbench_return_code(result)}
+    out.update({base + k: v.value for k, v in superbench_stats_of(result).items()})
     return out
 
 
+# The settings that tell dlperf configurations apart which SuperBench's names do not say
+# (its names hold the framework, model, precision and mode): (field, its text in a tag).
+def _settings(spec: BenchmarkSpec) -> list[tuple[str, str]]:
+    out = [("impl", spec.impl), ("device", spec.device), ("xla", "xla" if spec.xla else "")]
+    out += [("ranks", f"{spec.nodes}n{spec.devices_per_node}d"), ("batch", f"b{spec.batch_size}")]
+    out += [("image", f"img{spec.image_size}" if spec.image_size else "")]
+    out += [("seq", f"seq{spec.seq_len}" if spec.seq_len else "")]
+    out += [(f"option {k}", f"{k}={v}") for k, v in sorted(spec.options.items())]
+    out += [(f"practice {k}", f"{k}={v}") for k, v in sorted(spec.practice.items())]
+    out += [("scenario", f"lg-{spec.scenario}" if spec.scenario else "")]
+    out += [(f"loadgen {k}", f"{k}={v:g}") for k, v in sorted(spec.loadgen.items())]
+    out += [("source", f"src={spec.source}" if spec.source else "")]
+    return out
+
+
+def superbench_tags(results: list[Result]) -> dict[str, str]:
+    """Each configuration's benchmark key (config key -> tag), deterministic for a set of
+    results.
+
+    A SuperBench benchmark is one set of settings run in several precisions and modes (its
+    metric names say which). Where the set holds a benchmark (`pytorch-resnet50`) with
+    several sets of settings, SuperBench's analyzer would merge them (a 1-rank and a 2-rank
+    run averaged into one number), so each is named with SuperBench's own mechanism for one
+    benchmark run with different settings, an annotation after `model-benchmarks:`:
+    `model-benchmarks:<tag>-<settings>`, with only the settings that differ, in a fixed
+    order (`model-benchmarks:resnet_models-1n1d`, `...-1n2d`). A benchmark with one set of
+    settings keeps the shipped configs' plain name (`resnet_models`), so rules and baselines
+    written for SuperBench's own results apply to it. Adding a configuration to the set can
+    therefore rename the others of its benchmark.
+    """
+    groups: dict[str, dict[str, BenchmarkSpec]] = defaultdict(dict)
+    for r in results:
+        groups[superbench_benchmark(r.spec)][r.spec.config_key()] = r.spec
+    tags: dict[str, str] = {}
+    for specs in groups.values():
+        settings = {key: dict(_settings(spec)) for key, spec in specs.items()}
+        fields = sorted({f for fs in settings.values() for f in fs}, key=_field_order)
+        differ = [f for f in fields if len({s.get(f, "") for s in settings.values()}) > 1]
+        for key, spec in specs.items():
+            plain = superbench_tag(spec.model)
+            if not differ:
+                tags[key] = plain
+                continue
+            text = "-".join(v for v in (settings[key].get(f, "") for f in differ) if v)
+            text = re.sub(r"[^A-Za-z0-9_.=-]+", "_", text or "default")  # no '/' or ':'
+            tags[key] = f"model-benchmarks:{plain}-{text}"
+    return tags
+
+
+_FIXED_FIELDS = ("impl", "device", "xla", "ranks", "batch", "image", "seq")
+
+
+def _field_order(field: str) -> tuple[int, str]:
+    """The fixed settings first, in their order, then the others by name."""
+    fixed = _FIXED_FIELDS.index(field) if field in _FIXED_FIELDS else len(_FIXED_FIELDS)
+    return fixed, field
+
+
+def _nodes(result: Result) -> list[str]:
+    """The nodes a result ran on, node 0 (the one with global rank 0) first."""
+    return list(result.job.hosts) if result.job and result.job.hosts else [result.environment.host]
+
+
+def superbench_lines(results: list[Result]) -> list[dict[str, float | str]]:
+    """SuperBench's results-summary.jsonl as dicts: one per node, holding every benchmark's
+    metrics on that node, `node` last (as its runner writes them).
+
+    The newest result of each configuration on each node is used. As in SuperBench, a
+    data-parallel training job's metrics are on the line of the node holding global rank
+    0, and every node has each local rank's return code (`return_code:<rank>` when a node
+    runs several ranks, as SuperBench suffixes a metric that several ranks report)."""
+    latest: dict[tuple[str, str], Result] = {}
+    for r in results:
+        where = (_nodes(r)[0], r.spec.config_key())
+        if where not in latest or (r.created, r.id) > (latest[where].created, latest[where].id):
+            latest[where] = r
+    chosen = [latest[k] for k in sorted(latest)]
+    tags = superbench_tags(chosen)
+    by_node: dict[str, dict[str, float | str]] = defaultdict(dict)
+    for r in chosen:
+        metrics = superbench_metrics(r, tags[r.spec.config_key()])
+        ((code_name, code),) = [(k, v) for k, v in metrics.items() if k.endswith("/return_code")]
+        del metrics[code_name]
+        ranks = r.spec.devices_per_node
+        codes = {f"{code_name}:{i}": code for i in range(ranks)} if ranks > 1 else {code_name: code}
+        nodes = _nodes(r)
+        by_node[nodes[0]].update(metrics)
+        for node in nodes:  # one code per benchmark run: a precision or mode that failed wins
+            line = by_node[node]
+            line.update({k: max(v, line.get(k, 0)) for k, v in codes.items()})
+    return [{**dict(sorted(m.items())), "node": node} for node, m in sorted(by_node.items())]
+
+
 def superbench_jsonl(results: list[Result]) -> str:
-    """One line per result: the node, what was measured (dlperf's configuration and result
-    id, so a line can be traced back) and its metrics under SuperBench's names."""
-    lines = []
-    for result in results:
-        metrics = superbench_metrics(result)
-        if not metrics:
-            continue
-        line = {
-            "node": result.environment.host,
-            "dlperf_config": result.spec.config_key(),
-            "dlperf_result_id": result.id,
-            **metrics,
-        }
-        lines.append(json.dumps(line, sort_keys=False))
-    return "".join(line + "\n" for line in lines)
+    """`superbench_lines` as JSON lines: what `sb result summary` and `sb result diagnosis`
+    read as their --data-file."""
+    return "".join(json.dumps(line) + "\n" for line in superbench_lines(results))
 
 
 FAMBENCH_IMPLS = {"ootb": "OOTB", "official": "Optimized", "micro": "Micro"}
