@@ -24,11 +24,10 @@ from dlperf import DlperfError
 # 4: a summary's ci_low / ci_high are the median's distribution-free interval (None below
 #    six values) with its achieved ci_coverage; up to 3 they were the mean's t-interval, which
 #    store.upgrade recomputes from the summary's own values
-# 5: metrics.peer, the numbers a peer suite (SuperBench, FAMBench) defines, by its own rule,
-#    beside dlperf's (optional: a version-4 file upgrades unchanged)
-# 6: repeat.peer, a peer suite's numbers for one repeat (FAMBench scores each log on its own),
-#    by its own rule (optional: a version-5 file upgrades unchanged)
-SCHEMA_VERSION = 6
+# 5: metrics.peer and repeat.peer, the numbers a peer suite (SuperBench, FAMBench) defines, by
+#    its own rule, beside dlperf's, for the result and for each repeat (FAMBench scores each log
+#    on its own) (optional: a version-4 file upgrades unchanged)
+SCHEMA_VERSION = 5
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
