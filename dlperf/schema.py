@@ -26,7 +26,8 @@ from dlperf import DlperfError
 #    store.upgrade recomputes from the summary's own values
 # 5: metrics.peer and repeat.peer, the numbers a peer suite (SuperBench, FAMBench) defines, by
 #    its own rule, beside dlperf's, for the result and for each repeat (FAMBench scores each log
-#    on its own) (optional: a version-4 file upgrades unchanged)
+#    on its own); source.profile, the official manifests' profile (all optional: a version-4
+#    file upgrades unchanged, its official results in profile dlperf-2020)
 SCHEMA_VERSION = 5
 
 MODES = ("train", "infer")
@@ -408,6 +409,9 @@ class SourceInfo(_Frozen):
     url: str
     commit: str
     patches: dict[str, str] = Field(default_factory=dict)  # file name -> sha256, applied in order
+    # The manifest's profile (official.manifest.PROFILES): results from before profiles existed
+    # all came from the DLPerf reproduction's manifests.
+    profile: str = "dlperf-2020"
 
 
 class JobInfo(_Frozen):

@@ -63,13 +63,15 @@ def resolve_spec(
                 f"{', '.join(takers)}; leave it out"
             )
     window = {"skip": p.skip, "measure": p.measure}
+    profile = given.pop("profile", None)  # picks the manifest; the manifest's name is kept
     if given.get("impl") == "official":
         # The upstream's own log cadence sets the window DLPerf measured it with.
-        manifest = find_manifest(framework, model, given.get("source"))
+        manifest = find_manifest(framework, model, given.get("source"), profile)
         given["source"] = manifest.name
         window = {"skip": manifest.window.skip, "measure": manifest.window.measure}
-    elif given.get("source"):
-        raise DlperfError("--source names an official implementation; add --impl official")
+    elif given.get("source") or profile:
+        what = "--source names" if given.get("source") else "--profile picks"
+        raise DlperfError(f"{what} an official implementation; add --impl official")
     fields = {
         "framework": framework,
         "model": model,

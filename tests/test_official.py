@@ -32,7 +32,17 @@ def dlperf(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_parse_and_report_reproduce_dlperf_tf2_resnet50(fixtures: Path, tmp_path: Path) -> None:
     tree = fixtures / "dlperf" / "tf2_resnet50"
-    out = dlperf("parse", "tensorflow", "resnet50", str(tree), "--impl", "official", cwd=tmp_path)
+    out = dlperf(
+        "parse",
+        "tensorflow",
+        "resnet50",
+        str(tree),
+        "--impl",
+        "official",
+        "--profile",
+        "dlperf-2020",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     results = sorted(load_results(tmp_path / "results"), key=lambda r: r.spec.devices_per_node)
     assert [r.spec.devices_per_node for r in results] == [1, 2, 4, 8]
@@ -65,7 +75,17 @@ def test_parse_json_prints_the_stored_results_alone_on_stdout(
     fixtures: Path, tmp_path: Path
 ) -> None:
     tree, res = fixtures / "dlperf" / "tf2_resnet50", tmp_path / "results"
-    args = ["parse", "tensorflow", "resnet50", "--impl", "official", "--results-dir", str(res)]
+    args = [
+        "parse",
+        "tensorflow",
+        "resnet50",
+        "--impl",
+        "official",
+        "--profile",
+        "dlperf-2020",
+        "--results-dir",
+        str(res),
+    ]
     out = CliRunner().invoke(app, [*args, str(tree), "--json"])
     assert out.exit_code == 0, out.output
     printed = json.loads(out.stdout)  # four configurations: a list of the stored files
@@ -89,7 +109,8 @@ def test_parse_suggests_no_option_it_lacks(fixtures: Path, tmp_path: Path) -> No
     for name in ("rn50_b128_fp32_1.log", "rn50_b128_fp32_2.log"):
         shutil.copy(fixtures / "dlperf" / "tf2_resnet50" / "1n1g" / name, logs)
     out = CliRunner().invoke(app, ["parse", "tensorflow", "resnet50", str(logs), "--impl",
-                                   "official", "--results-dir", str(tmp_path / "r")])  # fmt: skip
+                                   "official", "--profile", "dlperf-2020",
+                                   "--results-dir", str(tmp_path / "r")])  # fmt: skip
     assert out.exit_code == 0, out.output
     assert "too few to judge stability; re-run with 7 repeats" in out.stdout
     assert "--repeats" not in out.output
@@ -141,7 +162,12 @@ def test_died_and_truncated_logs_are_failed_repeats_never_nan(
     (logs / "rn50_b128_fp32_3.log").write_text(good[:cut])
     (logs / "rn50_b128_fp32_4.log").write_text("garbage \x00\x01 not a log\n")
     ((result, _),) = import_logs(
-        "tensorflow", "resnet50", [logs], impl="official", results_dir=tmp_path / "r"
+        "tensorflow",
+        "resnet50",
+        [logs],
+        impl="official",
+        results_dir=tmp_path / "r",
+        overrides={"profile": "dlperf-2020"},
     )
     statuses = [r.status for r in sorted(result.repeats, key=lambda r: r.index)]
     assert statuses == [

@@ -48,7 +48,11 @@ def test_a_set_of_a_practice_key_is_an_ablation_with_its_own_configuration():
 
 
 def test_official_implementations_take_no_practice_settings(tmp_path):
-    spec = resolve_spec("pytorch", "resnet50", overrides={"impl": "official", "device": "cuda"})
+    spec = resolve_spec(
+        "pytorch",
+        "resnet50",
+        overrides={"impl": "official", "device": "cuda", "profile": "dlperf-2020"},
+    )
     assert spec.practice == {}
 
 

@@ -119,7 +119,7 @@ def test_source_urls_keep_no_token() -> None:
     from dlperf.official.manifest import Upstream
 
     url = "https://oauth2:s3cr3t@gitlab.example.com/x.git"
-    info = source_info(Upstream(name="x", url=url, commit="0" * 40), [])
+    info = source_info(Upstream(name="x", url=url, commit="0" * 40), [], "current")
     assert info.url == f"https://oauth2:{REDACTED}@gitlab.example.com/x.git"
 
 

@@ -496,3 +496,24 @@ def test_pages_name_the_results_git_commit(tmp_path: Path) -> None:
         f"the results folder is at git commit {commit}."
         in (reports_dir / "resnet50.md").read_text()
     )
+
+
+def test_official_numbers_of_two_profiles_never_share_a_row() -> None:
+    from dlperf.schema import SourceInfo
+
+    def official(profile: str, value: float, commit: str) -> Result:
+        r = make_result("pytorch", [value, value, value])
+        spec = r.spec.model_copy(update={"impl": "official", "source": f"pt-{profile}"})
+        source = SourceInfo(name="pytorch-examples", url="https://github.com/pytorch/examples",
+                            commit=commit * 40, profile=profile)  # fmt: skip
+        return r.model_copy(update={"spec": spec, "source": source, "id": f"{r.id}-{profile}"})
+
+    old, new = official("dlperf-2020", 900.0, "a"), official("current", 2900.0, "b")
+    text = render_model_report([old, new], "resnet50")
+    (table,) = [part for part in text.split("\n\n") if part.startswith("| mode ")]
+    rows = [line for line in table.splitlines() if "official" in line]
+    assert len(rows) == 2  # one row per profile, never the two in one cell
+    assert any("official (current)" in r and "| 2900.00" in r and "| 900.00" not in r for r in rows)
+    assert any("official (dlperf-2020)" in r and "| 900.00" in r for r in rows)
+    assert "| pytorch | current | pt-current | https://github.com/pytorch/examples @ " in text
+    assert "| pytorch | dlperf-2020 | pt-dlperf-2020 |" in text

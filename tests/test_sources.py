@@ -74,6 +74,7 @@ diff --git a/train.py b/train.py
 
 MANIFEST = """\
 name = "standin-pace"
+profile = "current"
 framework = "calibration"
 model = "pace"
 default = true
@@ -218,7 +219,7 @@ def test_manifest_validation(upstream) -> None:
         load_manifests()
     (manifests / "standin-pace.toml").write_text(good)
     (manifests / "second.toml").write_text(good.replace('"standin-pace"', '"second"'))
-    with pytest.raises(DlperfError, match="several default manifests"):
+    with pytest.raises(DlperfError, match="several default current manifests"):
         load_manifests()
 
 
@@ -337,7 +338,9 @@ def test_sources_verify_and_list_commands(upstream) -> None:
                         sources_dir=upstream["repo"])  # fmt: skip
     out = dlperf("sources", "verify")
     assert out.returncode == 0 and f"standin-pace: ok {upstream['commit'][:12]}" in out.stdout
-    assert "ready" in dlperf("sources", "list").stdout
+    listed = dlperf("sources", "list").stdout
+    assert "ready" in listed and "current  standin-pace *" in listed
+    assert "standin-pace" not in dlperf("sources", "list", "--profile", "dlperf-2020").stdout
     (path / "stray.py").write_text("")
     out = dlperf("sources", "verify")
     assert out.returncode == 1 and "standin-pace: bad" in out.stdout and "stray.py" in out.stdout

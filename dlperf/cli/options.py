@@ -115,6 +115,13 @@ RunImpl = Annotated[
         "micro (the microbenchmarks: linear, embeddingbag; their default)."
     ),
 ]
+Profile = Annotated[
+    Literal["current", "dlperf-2020"] | None,
+    typer.Option(
+        help="Official manifests' profile: current (default; recent upstream commits and "
+        "stacks) or dlperf-2020 (DLPerf's commits and stacks: its reproduction)."
+    ),
+]
 RunSource = Annotated[
     str | None, typer.Option(help="Which official manifest (default: the pair's default).")
 ]

@@ -144,9 +144,10 @@ def model_checks_table(checks) -> Table:
 
 def sources_table(states) -> Table:
     table = Table(
-        "manifest", "framework model", "commit", "log format", "env", "checkout", box=None
-    )
-    for st in states:
+        "profile", "manifest", "framework model", "commit", "log format", "env", "checkout",
+        box=None,
+    )  # fmt: skip
+    for st in sorted(states, key=lambda st: (st.manifest.profile, st.manifest.name)):
         m = st.manifest
         env = m.environment
         if env.kind == "container":
@@ -154,6 +155,7 @@ def sources_table(states) -> Table:
         else:
             where = f"pip py{env.python}"
         table.add_row(
+            m.profile,
             m.name + (" *" if m.default else ""),
             f"{m.framework} {m.model}",
             m.upstream.commit[:12],

@@ -20,8 +20,8 @@ SUITES = ("mlperf", "fambench")  # `dlperf parse` sources that are other suites'
 PARSE_OPTIONS = {  # the options each `dlperf parse` source uses
     "mlperf": ("--framework", "--model", "--batch-size", "--device"),
     "fambench": ("--framework", "--device", "--latency-target-ms"),
-    "framework": ("--impl", "--source", "--batch-size", "--nodes", "--devices-per-node",
-                  "--amp/--fp32", "--device", "--skip", "--measure"),
+    "framework": ("--impl", "--source", "--profile", "--batch-size", "--nodes",
+                  "--devices-per-node", "--amp/--fp32", "--device", "--skip", "--measure"),
 }  # fmt: skip
 
 
@@ -30,6 +30,7 @@ def parse(
     args: o.LogArgs,
     impl: o.ParseImpl = None,
     source: o.ParseSource = None,
+    profile: o.Profile = None,
     batch_size: o.ParseBatchSize = None,
     nodes: o.ParseNodes = None,
     devices_per_node: o.ParseDevicesPerNode = None,
@@ -53,7 +54,8 @@ def parse(
             f"then MODEL PATH..., or {' / '.join(SUITES)} then PATH..."
         )
     given = {
-        "--impl": impl, "--source": source, "--batch-size": batch_size, "--nodes": nodes,
+        "--impl": impl, "--source": source, "--profile": profile, "--batch-size": batch_size,
+        "--nodes": nodes,
         "--devices-per-node": devices_per_node, "--amp/--fp32": amp, "--device": device,
         "--skip": skip, "--measure": measure, "--framework": framework, "--model": model,
         "--latency-target-ms": latency_target_ms,
@@ -108,6 +110,7 @@ def parse(
             "skip": skip,
             "measure": measure,
             "source": source,
+            "profile": profile,
         }
         imported = import_logs(
             what,

@@ -59,6 +59,7 @@ def run(
     json_out: o.RunJson = False,
     impl: o.RunImpl = None,
     source: o.RunSource = None,
+    profile: o.Profile = None,
     mode: o.Mode = "train",
     latency_target_ms: o.LatencyTarget = None,
     scenario: o.Scenario = None,
@@ -108,6 +109,7 @@ def run(
         "no_output_timeout_s": no_output_timeout,
         "impl": impl,
         "source": source,
+        "profile": profile,
         "mode": mode if mode != "train" else None,
         "latency_target_ms": latency_target_ms,
         "scenario": scenario,
@@ -225,7 +227,8 @@ def print_plan(spec, official, launch, python: Path | None = None) -> None:
         manifest, checkout = plan.adapter.manifest, plan.adapter.checkout
         knobs = plan.adapter.plan(spec, plan.python, list(plan.launch.hosts)).knobs
         console.print(
-            f"[bold]{manifest.name}[/]: {manifest.upstream.url} @ {manifest.upstream.commit}"
+            f"[bold]{manifest.name}[/] ({manifest.profile}): {manifest.upstream.url} @ "
+            f"{manifest.upstream.commit}"
             f"{'' if checkout.exists() else ' (not fetched yet: dlperf sources fetch)'}"
         )
         console.print(

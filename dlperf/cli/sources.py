@@ -10,18 +10,24 @@ import dlperf.cli.options as o
 from dlperf.cli.render import console, sources_table
 
 
-def sources_list() -> None:
-    """Every manifest: framework, model, upstream commit, log format, checkout state."""
+def sources_list(profile: o.Profile = None) -> None:
+    """Every manifest (of one profile): its profile, framework, model, upstream commit, log
+    format, environment and checkout state."""
     from dlperf.official.checkout import source_states
-    from dlperf.official.manifest import load_manifests, manifests_dir
+    from dlperf.official.manifest import DEFAULT_PROFILE, manifests_dir, select_manifests
 
-    console.print(sources_table(source_states(load_manifests())))
-    console.print("* = the default for its framework and model")
+    chosen = {m.name: m for m in select_manifests(None, profile)}
+    console.print(sources_table(source_states(chosen)))
+    console.print(
+        f"* = the default for its framework, model and profile; --profile {DEFAULT_PROFILE} "
+        "is the default profile of `dlperf run --impl official`"
+    )
     console.print(f"manifests: {manifests_dir()}", markup=False)
 
 
 def sources_fetch(
     names: o.ManifestNames = None,
+    profile: o.Profile = None,
     sources_dir: o.SourcesDir = None,
     refetch: o.Refetch = False,
 ) -> None:
@@ -30,7 +36,7 @@ def sources_fetch(
     from dlperf.official.manifest import select_manifests
 
     done: set[str] = set()
-    for m in select_manifests(names):
+    for m in select_manifests(names, profile):
         if m.upstream.name in done:
             continue
         done.add(m.upstream.name)
@@ -41,13 +47,13 @@ def sources_fetch(
         )
 
 
-def sources_verify(names: o.ManifestNames = None) -> None:
+def sources_verify(names: o.ManifestNames = None, profile: o.Profile = None) -> None:
     """Check each fetched checkout: pinned commit, exactly the tracked patches, nothing else."""
     from dlperf.official.checkout import source_states
     from dlperf.official.manifest import select_manifests
 
     bad = 0
-    for st in source_states({m.name: m for m in select_manifests(names)}):
+    for st in source_states({m.name: m for m in select_manifests(names, profile)}):
         m = st.manifest
         if st.state == "missing":
             console.print(f"{m.name}: [yellow]not fetched[/] (dlperf sources fetch {m.name})")

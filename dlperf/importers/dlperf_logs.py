@@ -99,9 +99,14 @@ def group_logs(paths: Iterable[Path], overrides: dict[str, object]) -> list[LogG
     return sorted(groups.values(), key=lambda g: tuple(sorted(g.settings.items())))
 
 
-def _logged_device(framework: str, model: str, impl: str, source: object, first_log: Path) -> str:
+def _logged_device(
+    framework: str, model: str, impl: str, settings: dict[str, object], first_log: Path
+) -> str:
     if impl == "official":
-        return find_manifest(framework, model, str(source) if source else None).environment.device
+        source, profile = settings.get("source"), settings.get("profile")
+        manifest = find_manifest(framework, model, str(source) if source else None,
+                                 str(profile) if profile else None)  # fmt: skip
+        return manifest.environment.device
     start = parse_events_file(first_log).start
     return "cuda" if str(start.get("device", "cpu")).startswith("cuda") else "cpu"
 
@@ -131,14 +136,12 @@ def import_logs(
                 "<NnMg>/<name>_b<BATCH>_<precision>_<repeat>.log); pass --batch-size"
             )
         if "device" not in settings:  # what the logs ran on: upstream's device, or the events say
-            settings["device"] = _logged_device(
-                framework, model, impl, settings.get("source"), group.paths[0]
-            )
+            settings["device"] = _logged_device(framework, model, impl, settings, group.paths[0])
         spec = resolve_spec(framework, model, preset="dlperf", overrides=settings)
         if impl == "official":
             manifest = find_manifest(framework, model, spec.source)
             adapter: Adapter = OfficialAdapter(manifest)
-            source = source_info(manifest.upstream, [])
+            source = source_info(manifest.upstream, [], manifest.profile)
         else:
             adapter, source = get_adapter(framework), None
         repeats = []

@@ -113,7 +113,8 @@ class OfficialAdapter(Adapter):
         return parse_file(log_path, self.manifest.log_format, log_context(spec))
 
     def source_info(self) -> SourceInfo:
-        return source_info(self.manifest.upstream, upstream_patches(self.manifest.upstream))
+        m = self.manifest
+        return source_info(m.upstream, upstream_patches(m.upstream), m.profile)
 
 
 def log_context(spec: BenchmarkSpec) -> LogContext:

@@ -85,12 +85,13 @@ class GitError(DlperfError):
         super().__init__(f"git {' '.join(args)} failed: {detail}")
 
 
-def source_info(upstream: Upstream, patches: list[Patch]) -> SourceInfo:
+def source_info(upstream: Upstream, patches: list[Patch], profile: str) -> SourceInfo:
     return SourceInfo(
         name=upstream.name,
         url=redact_value(upstream.url),  # a token in a clone URL is not stored
         commit=upstream.commit,
         patches={p.name: p.sha256 for p in patches},
+        profile=profile,
     )
 
 
@@ -175,7 +176,13 @@ def _apply_patch(repo: Path, patch: Patch) -> None:
 
 
 def _write_marker(repo: Path, upstream: Upstream, patches: list[Patch]) -> None:
-    data = {**source_info(upstream, patches).model_dump(), "patch_order": [p.name for p in patches]}
+    data = {
+        "name": upstream.name,
+        "url": redact_value(upstream.url),
+        "commit": upstream.commit,
+        "patches": {p.name: p.sha256 for p in patches},
+        "patch_order": [p.name for p in patches],
+    }
     atomic_write_json(repo / MARKER, data)
     exclude = repo / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+# "dlperf-2020": the stacks and commits DLPerf measured (its reproduction); "current": the same
+# official implementations at recent upstream commits on stacks that run on current GPUs.
+PROFILES = ("current", "dlperf-2020")
+DEFAULT_PROFILE = "current"
 KNOBS = ("batch_size", "steps", "synthetic", "amp", "fp32", "xla", "no_xla", "multi_node")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -120,9 +124,10 @@ class UpstreamCommand(_Strict):
 
 class Manifest(_Strict):
     name: str
+    profile: Literal[PROFILES]
     framework: str
     model: str
-    default: bool = False
+    default: bool = False  # the one run for its framework, model and profile without --source
     title: str
     dlperf_reference: str = ""
     log_format: str
@@ -202,24 +207,25 @@ def load_manifest(path: Path) -> Manifest:
 def load_manifests(directory: Path | None = None) -> dict[str, Manifest]:
     directory = directory or manifests_dir()
     manifests = {p.stem: load_manifest(p) for p in sorted(directory.glob("*.toml"))}
-    defaults: dict[tuple[str, str], list[str]] = {}
+    defaults: dict[tuple[str, str, str], list[str]] = {}
     for m in manifests.values():
         if m.default:
-            defaults.setdefault((m.framework, m.model), []).append(m.name)
-    for (framework, model), names in defaults.items():
+            defaults.setdefault((m.framework, m.model, m.profile), []).append(m.name)
+    for (framework, model, profile), names in defaults.items():
         if len(names) > 1:
             raise DlperfError(
-                f"{directory}: {framework} {model} has several default manifests "
+                f"{directory}: {framework} {model} has several default {profile} manifests "
                 f"({', '.join(names)}); set default = true on one"
             )
     return manifests
 
 
-def select_manifests(names: list[str] | None) -> list[Manifest]:
-    """The manifests named (every one when `names` is empty); an unknown name lists the known."""
+def select_manifests(names: list[str] | None, profile: str | None = None) -> list[Manifest]:
+    """The manifests named (every one, or every one of `profile`, when `names` is empty); an
+    unknown name lists the known."""
     manifests = load_manifests()
     if not names:
-        return list(manifests.values())
+        return [m for m in manifests.values() if profile in (None, m.profile)]
     unknown = [n for n in names if n not in manifests]
     if unknown:
         raise DlperfError(
@@ -228,9 +234,14 @@ def select_manifests(names: list[str] | None) -> list[Manifest]:
     return [manifests[n] for n in names]
 
 
-def find_manifest(framework: str, model: str, name: str | None = None) -> Manifest:
-    """The manifest `name`, or the default one for (framework, model)."""
+def find_manifest(
+    framework: str, model: str, name: str | None = None, profile: str | None = None
+) -> Manifest:
+    """The manifest `name`, or the default one for (framework, model) in `profile` (default:
+    DEFAULT_PROFILE)."""
     manifests = load_manifests()
+    if profile is not None and profile not in PROFILES:
+        raise DlperfError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILES)}")
     if name:
         if name not in manifests:
             raise DlperfError(
@@ -242,9 +253,20 @@ def find_manifest(framework: str, model: str, name: str | None = None) -> Manife
             raise DlperfError(
                 f"manifest {name} is {m.framework} {m.model}, not {framework} {model}"
             )
+        if profile is not None and m.profile != profile:
+            raise DlperfError(f"manifest {name} is in profile {m.profile}, not {profile}")
         return m
-    matching = [m for m in manifests.values() if (m.framework, m.model) == (framework, model)]
+    profile = profile or DEFAULT_PROFILE
+    pair = [m for m in manifests.values() if (m.framework, m.model) == (framework, model)]
+    matching = [m for m in pair if m.profile == profile]
     if not matching:
+        if pair:
+            others = sorted({m.profile for m in pair})
+            raise DlperfError(
+                f"no {profile} official implementation of {framework} {model}; profile "
+                f"{', '.join(others)} has {', '.join(m.name for m in pair)}: add "
+                f"--profile {others[0]}"
+            )
         pairs = sorted({f"{m.framework} {m.model}" for m in manifests.values()})
         raise DlperfError(
             f"no official implementation of {framework} {model} in {manifests_dir()}; "
@@ -253,7 +275,7 @@ def find_manifest(framework: str, model: str, name: str | None = None) -> Manife
     defaults = [m for m in matching if m.default]
     if len(matching) > 1 and not defaults:
         raise DlperfError(
-            f"{framework} {model} has several official implementations "
+            f"{framework} {model} has several {profile} official implementations "
             f"({', '.join(m.name for m in matching)}); pick one with --source NAME"
         )
     return (defaults or matching)[0]

@@ -45,6 +45,8 @@ class Config:
     nodes: int
     devices_per_node: int
     source: str = ""  # official implementations: "<manifest> @ <commit12>"
+    # Official implementations' manifest profile: never in one row with another profile.
+    profile: str = ""
     scenario: str = ""  # MLPerf LoadGen's scenario ("" without LoadGen)
     loadgen: tuple[tuple[str, float], ...] = ()  # LoadGen's test settings as given
 
@@ -65,6 +67,7 @@ class Config:
             nodes=s.nodes,
             devices_per_node=s.devices_per_node,
             source=source_label(result),
+            profile=result.source.profile if s.impl == "official" and result.source else "",
             scenario=s.scenario or "",
             loadgen=tuple(sorted(s.loadgen.items())),
         )
@@ -78,6 +81,7 @@ class Config:
         """Sort key of the per-framework table this configuration belongs to."""
         return (
             _rank(self.impl, IMPLS),
+            self.profile,
             self.options,
             self.practice,
             _rank(self.mode, MODES),
@@ -117,7 +121,8 @@ class Config:
 
     @property
     def impl_label(self) -> str:
-        label = f"{self.impl}: {self.source}" if self.source else self.impl
+        label = self.impl + (f" ({self.profile})" if self.profile else "")
+        label += f": {self.source}" if self.source else ""
         if not self.options:
             return label
         return f"{label} ({', '.join(f'{k}={v}' for k, v in self.options)})"

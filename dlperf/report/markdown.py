@@ -422,6 +422,7 @@ def _implementations(results: Sequence[Result]) -> list[str]:
         {
             (
                 r.spec.framework,
+                r.source.profile,
                 r.spec.source or "",
                 r.source.url,
                 r.source.commit,
@@ -435,15 +436,15 @@ def _implementations(results: Sequence[Result]) -> list[str]:
     if not official:
         return []
     rows = []
-    for framework, name, url, commit, patches, origin in official:
+    for framework, profile, name, url, commit, patches, origin in official:
         applied = ", ".join(f"{p} (sha256 {h[:12]})" for p, h in patches) or (
             "unknown (imported logs)" if origin == "parse" else "none"
         )
-        rows.append([framework, name, f"{url} @ {commit}", applied])
+        rows.append([framework, profile, name, f"{url} @ {commit}", applied])
     return [
         "### Implementations",
         "",
-        *_table(["framework", "manifest", "upstream @ commit", "patches"], rows),
+        *_table(["framework", "profile", "manifest", "upstream @ commit", "patches"], rows),
     ]
 
 
