@@ -79,3 +79,17 @@ def workload_processes(root: Path, within_s: float = 10.0) -> list[str]:
     while (found := mine()) and time.monotonic() < deadline:
         time.sleep(0.1)
     return found
+
+
+def upstream_mirror(repo: str) -> Path:
+    """A local git copy of a public upstream (`owner/name`) for tests of the official
+    manifests without network: `$DLPERF_TEST_MIRRORS/<owner>+<name>/repo` (a bare or normal
+    clone with the pinned commits). Skips, saying what to set, when there is none."""
+    root = os.environ.get("DLPERF_TEST_MIRRORS")
+    path = Path(root) / repo.replace("/", "+") / "repo" if root else None
+    if path is None or not path.is_dir():
+        pytest.skip(
+            f"no local copy of github.com/{repo}: set DLPERF_TEST_MIRRORS to a folder holding "
+            f"{repo.replace('/', '+')}/repo (a clone), as CI machines have no GitHub access"
+        )
+    return path
