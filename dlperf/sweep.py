@@ -15,6 +15,7 @@ Example::
     xla = [false, true]                 # default [false]
     modes = ["train", "infer"]          # default ["train"]
     impls = ["ootb", "official"]        # default: ootb (microbenchmarks: micro)
+    profiles = ["current", "dlperf-2020"]  # official configs only; default ["current"]
     image_sizes = [224]                 # image models only; default: the preset's
     seq_lens = [128, 384]               # sequence models only; default: the preset's
     scenarios = ["none", "offline"]     # inference only; "none": without LoadGen
@@ -66,6 +67,7 @@ from dlperf.files import (
     try_lock,
 )
 from dlperf.models import PRESETS, get_model, preset_values
+from dlperf.official.manifest import PROFILES
 from dlperf.runner import PreparedRun, prepare_run
 from dlperf.schema import (
     DEVICES,
@@ -140,6 +142,7 @@ class SweepFile(BaseModel):
     no_output_timeout_s: Annotated[float, Strict()] | None = None
     modes: Many[Literal[MODES]] = ["train"]
     impls: Many[Literal[IMPLS]] | None = None  # default: ootb, micro for microbenchmarks
+    profiles: Many[Literal[PROFILES]] | None = None  # official configs only; default: current
     image_sizes: Many[StrictInt] | None = None  # applies to image models; default: the preset's
     seq_lens: Many[StrictInt] | None = None  # applies to sequence models
     scenarios: Many[Literal[(*SCENARIOS, "none")]] | None = None  # inference configs only
@@ -243,13 +246,12 @@ def expand(table: dict[str, Any]) -> SweepPlan:
     set_values = [[str(v) for v in sweep.set[k]] for k in set_keys]
     plan = SweepPlan([], pythons={k: v.expanduser() for k, v in sweep.python.items()})
     specs: dict[str, BenchmarkSpec] = {}
-    for fw, model, precision, xla, batch, (nodes, devices), chosen, mode, impl, image, seq, lg in (
-        itertools.product(
+    for (fw, model, precision, xla, batch, (nodes, devices), chosen, mode, impl, image, seq, lg,
+         profile) in itertools.product(
             sweep.frameworks, sweep.models, sweep.precisions, sweep.xla,
             sweep.batch_sizes or [None], sweep.node_shapes, itertools.product(*set_values),
             sweep.modes, sweep.impls or [None], sweep.image_sizes or [None],
-            sweep.seq_lens or [None], sweep.scenarios or [None],
-        )
+            sweep.seq_lens or [None], sweep.scenarios or [None], sweep.profiles or [None],
     ):  # fmt: skip
         if (fw, model) not in declared:
             plan.skipped.append(f"{fw} has no {model}")
@@ -282,6 +284,7 @@ def expand(table: dict[str, Any]) -> SweepPlan:
             "seq_len": seq if shape.seq_len is not None else None,
             "scenario": scenario,
             "loadgen": {k: float(v) for k, v in sweep.loadgen.items()} if scenario else None,
+            "profile": profile if impl == "official" else None,
         }
         overrides = {k: v for k, v in overrides.items() if v is not None}
         if impl == "official":

@@ -72,6 +72,20 @@ min_duration_s = 2
     assert "linear does not run with impl ootb" in plan.skipped
 
 
+def test_profiles_pick_each_official_manifest_and_leave_ootb_alone(tmp_path):
+    plan = plan_from(tmp_path, """
+[sweep]
+preset = "smoke"
+frameworks = ["pytorch"]
+models = ["resnet50"]
+impls = ["ootb", "official"]
+profiles = ["dlperf-2020"]
+""")  # fmt: skip
+    by_impl = {s.impl: s for s in plan.specs}
+    assert len(plan.specs) == 2 and by_impl["ootb"].source is None
+    assert by_impl["official"].source == "pytorch-examples-resnet50"  # the 2020 default
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -81,6 +95,7 @@ min_duration_s = 2
         ("[sweep]\nframeworks=['calibration']\nmodels=['pace']\nnode_shapes=['2']", "1x1"),
         ("frameworks = [", "cannot read"),
         ("[other]\nx=1", "needs a [sweep] table"),
+        ("[sweep]\nframeworks=['calibration']\nmodels=['pace']\nprofiles=['2019']", "profiles"),
     ],
 )
 def test_bad_sweep_files_are_refused(tmp_path, text, message):
