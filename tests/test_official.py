@@ -67,7 +67,7 @@ def test_parse_and_report_reproduce_dlperf_tf2_resnet50(fixtures: Path, tmp_path
         assert float(cells[5].rstrip("%")) == pytest.approx(
             100 * float(speedup) / int(devices), abs=0.6
         )
-    assert "official: tensorflow-models-resnet50 @ " in md
+    assert "official (dlperf-2020): tensorflow-models-resnet50 @ " in md
     assert "| imported log | ok |" in md
 
 
