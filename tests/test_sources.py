@@ -228,7 +228,7 @@ def test_a_manifest_naming_an_unknown_log_format_is_refused_at_validation(upstre
     the parsers' own (`logformats.FORMATS`)."""
     manifests = Path(os.environ["DLPERF_MANIFESTS"])
     good = (manifests / "standin-pace.toml").read_text()
-    for name in ("dllogger_mxnet", "no_such_format"):
+    for name in ("dllogger_jax", "no_such_format"):
         (manifests / "standin-pace.toml").write_text(
             good.replace('log_format = "keras_time_history"', f'log_format = "{name}"')
         )

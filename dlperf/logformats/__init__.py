@@ -56,6 +56,7 @@ class LogFormat:
 
 FORMATS: dict[str, LogFormat] = {
     "absl_train_step": LogFormat(absl_train_step.parse, absl_train_step.NEEDLE),
+    "dllogger_mxnet": LogFormat(dllogger.parse_mxnet),
     "dllogger_pytorch": LogFormat(dllogger.parse_pytorch),
     "dllogger_tf1": LogFormat(dllogger.parse_tf1),
     "gluonnlp": LogFormat(gluonnlp.parse),

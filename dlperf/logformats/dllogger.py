@@ -4,6 +4,7 @@
     DLL 2020-08-26 18:06:39.031755 - Training Epoch: 0 Training Iteration: 25  average_loss...
     DLL 2020-06-20 10:00:00.000000 - (0, 120) imgs_per_sec : 812.3 cross_entropy : 6.9 ...
     DLL 2020-08-26 18:06:39.031755 - Iteration: 120  throughput_train : 1234.567 seq/s ...
+    DLL 2024-04-04 10:00:00.000000 - Epoch: 0 Iteration: 0  train.loss : 7.1  train.ips ... (MXNet)
 
 dllogger/logger.py: prefix `DLL <datetime.now()> - `, then the step, then `name : value [unit]`
 metrics. Only rank 0 writes to stdout in these scripts. The rates these lines carry differ in
@@ -95,6 +96,20 @@ def parse_pytorch(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     for step, stamp in _steps(texts, PYTORCH_STEP, run, ctx.horizon):
         if epochs.keep(step["epoch"]):
             marks.add(int(step["step"]), stamp)
+    epochs.note(run)
+    return finish(run, "DLLogger Iteration lines")
+
+
+def parse_mxnet(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
+    """NVIDIA's MXNet RN50v1.5 since 2020 (fit.py `dllogger.log((epoch, i), ...)`): the PyTorch
+    shape, but `Iteration: i` is the 0-based index of the batch just finished, so it marks step
+    i + 1 (`--benchmark-iters N` logs Iteration 0 .. N-1, i.e. steps 1 .. N)."""
+    run = ParsedRun()
+    marks = ClockMarks(ctx.global_batch, run, ctx.horizon)
+    epochs = EpochFilter()
+    for step, stamp in _steps(texts, PYTORCH_STEP, run, ctx.horizon):
+        if epochs.keep(step["epoch"]):
+            marks.add(int(step["step"]) + 1, stamp)
     epochs.note(run)
     return finish(run, "DLLogger Iteration lines")
 

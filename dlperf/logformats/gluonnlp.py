@@ -3,6 +3,8 @@
     INFO:root:[step 150]\tmlm_loss=7.12345\tnsp_loss= 0.69\tthroughput=2.8K tks/s\t
     lr=0.0000250 time=0.21, latency=213.4 ms/batch
 
+(`ms/step` since gluon-nlp #1099, 2020-02-03, in v0.10.x: the same value under a new unit name.)
+
 `[step N]` counts finished steps; `latency` is the time since the previous log line divided by
 the log interval, so a line covers steps N - interval .. N. Every Horovod rank prints its own
 line for the same step (no rank in the text); all ranks advance in lockstep on the global
@@ -28,10 +30,14 @@ from dlperf.logformats.common import (
     logging_interval,
 )
 
-LINE = re.compile(r"\[step (?P<step>\d+)\]\t(?P<body>[^\n]*?)latency=(?P<latency>\S+) ms/batch")
+LINE = re.compile(
+    r"\[step (?P<step>\d+)\]\t(?P<body>[^\n]*?)latency=(?P<latency>\S+) ms/(?:batch|step)"
+)
 # LINE made greedy (quicker): it matches where LINE does, and as LINE does unless the line has
 # another `latency=` before the one it takes
-_GREEDY = re.compile(r"\[step (?P<step>\d+)\]\t(?P<body>[^\n]*)latency=(?P<latency>\S+) ms/batch")
+_GREEDY = re.compile(
+    r"\[step (?P<step>\d+)\]\t(?P<body>[^\n]*)latency=(?P<latency>\S+) ms/(?:batch|step)"
+)
 LOSS = re.compile(r"mlm_loss=\s*(?P<loss>\S+)")
 
 

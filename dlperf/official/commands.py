@@ -66,6 +66,7 @@ def plan_nodes(
     knobs = ["batch_size", "steps"] + ([] if data_dir else ["synthetic"])
     knobs.append("amp" if spec.precision == "amp" else "fp32")
     knobs.append("xla" if spec.xla else "no_xla")
+    knobs.append("cpu" if spec.device == "cpu" else "cuda")  # --device: for scripts that take it
     if spec.nodes > 1:
         knobs.append("multi_node")
     applied = tuple(k for k in knobs if k in manifest.args or k in manifest.env_knobs)
