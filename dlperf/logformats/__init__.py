@@ -34,8 +34,10 @@ from dlperf.logformats import (
     dllogger,
     gluonnlp,
     keras,
+    libai,
     mxnet_speed,
     oneflow_benchmark,
+    oneflow_models,
     paddle,
     pytorch_examples,
 )
@@ -61,8 +63,10 @@ FORMATS: dict[str, LogFormat] = {
     "dllogger_tf1": LogFormat(dllogger.parse_tf1),
     "gluonnlp": LogFormat(gluonnlp.parse),
     "keras_time_history": LogFormat(keras.parse),
+    "libai": LogFormat(libai.parse, libai.NEEDLE),
     "mxnet_speed": LogFormat(mxnet_speed.parse),
     "oneflow_benchmark": LogFormat(oneflow_benchmark.parse),
+    "oneflow_models": LogFormat(oneflow_models.parse),
     "paddle": LogFormat(paddle.parse),
     "pytorch_examples": LogFormat(pytorch_examples.parse),
 }
