@@ -64,6 +64,7 @@ FORMATS: dict[str, LogFormat] = {
     "oneflow_benchmark": LogFormat(oneflow_benchmark.parse),
     "paddle": LogFormat(paddle.parse),
     "pytorch_examples": LogFormat(pytorch_examples.parse),
+    "pytorch_examples_1based": LogFormat(pytorch_examples.parse_1based),
 }
 
 
