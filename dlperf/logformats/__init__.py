@@ -69,6 +69,7 @@ FORMATS: dict[str, LogFormat] = {
     "oneflow_models": LogFormat(oneflow_models.parse),
     "paddle": LogFormat(paddle.parse),
     "pytorch_examples": LogFormat(pytorch_examples.parse),
+    "pytorch_examples_1based": LogFormat(pytorch_examples.parse_1based),
 }
 
 

@@ -8,6 +8,11 @@ i). Lines name no rank: for each batch index the slowest rank's cumulative time 
 single rank logging every batch gives the sum of per-batch times instead, which carries less
 rounding than avg * (i + 1). Only the first epoch is used (the next one restarts the clock
 after validation).
+
+Since upstream d547876 (2022-06-09) train() prints `progress.display(i + 1)`: the index shown is
+1-based (`Epoch: [0][  1/5005]` is the first batch), format `pytorch_examples_1based`; the
+older script (`display(i)`, DLPerf's 49ec0bd) is `pytorch_examples`. The lines are otherwise the
+same.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ LINE = re.compile(
 )
 
 
-def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
+def parse(texts: Iterable[str], ctx: LogContext, first: int = 0) -> ParsedRun:
+    """`first`: the index the script prints for its first batch (0, or 1 from d547876 on)."""
     run = ParsedRun()
     epochs = EpochFilter()
     # batch index -> [ranks' lines, the first line's time, the largest running average]
@@ -37,7 +43,10 @@ def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
         if val is None or avg is None or val < 0 or avg < 0:
             run.malformed += 1
             continue
-        batch = int(match["batch"])
+        batch = int(match["batch"]) - first
+        if batch < 0:
+            run.malformed += 1
+            continue
         row = rows.get(batch)
         if row is None:
             rows[batch] = [1, val, avg]
@@ -70,3 +79,8 @@ def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
             f"{0.0005 * (indices[-1] + 1):.3f} s of rounding at the last mark"
         )
     return finish(run, "pytorch/examples progress lines")
+
+
+def parse_1based(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
+    """imagenet/main.py from d547876 (2022) on: the first batch is printed as 1."""
+    return parse(texts, ctx, first=1)
