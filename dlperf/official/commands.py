@@ -68,6 +68,8 @@ def plan_nodes(
     knobs.append("xla" if spec.xla else "no_xla")
     if spec.nodes > 1:
         knobs.append("multi_node")
+    if spec.device == "cpu":
+        knobs.append("cpu")
     applied = tuple(k for k in knobs if k in manifest.args or k in manifest.env_knobs)
     argv_templates = list(manifest.command.argv)
     env_templates = dict(manifest.command.env)

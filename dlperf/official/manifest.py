@@ -38,7 +38,8 @@ else:  # pragma: no cover
 # official implementations at recent upstream commits on stacks that run on current GPUs.
 PROFILES = ("current", "dlperf-2020")
 DEFAULT_PROFILE = "current"
-KNOBS = ("batch_size", "steps", "synthetic", "amp", "fp32", "xla", "no_xla", "multi_node")
+# "cpu": arguments for a run with --device cpu (scripts that pick their device by a flag)
+KNOBS = ("batch_size", "steps", "synthetic", "amp", "fp32", "xla", "no_xla", "multi_node", "cpu")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 PLACEHOLDERS = (
