@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import upstream_mirror
+
 from dlperf.logformats import LogContext, parse_log
 from dlperf.official.manifest import find_manifest, load_manifests
 
@@ -32,7 +32,7 @@ NAME = "paddleclas-resnet50-current"
 COMMIT = "d178931fca432204e6b7422bac4f92e09ff22fa4"
 
 # A real run of the pinned commit + patch 0001 here (paddlepaddle 3.3.1 CPU, Python 3.11, through
-# paddle.distributed.launch, batch 2, Global.iter_per_epoch=6): rank 0's lines as launch echoed them.
+# paddle.distributed.launch, batch 2, Global.iter_per_epoch=6): rank 0's lines, echoed by launch.
 REAL_LINES = """\
 [2026/11/26 16:23:51] ppcls INFO: train with paddle 3.3.1 and device Place(cpu)
 [2026/11/26 16:23:55] ppcls INFO: [Train][Epoch 1/1][Iter: 0/6]lr(PiecewiseDecay): 0.10000000, top1: 0.00000, top5: 0.00000, CELoss: 6.95714, loss: 6.95714, batch_cost: 2.97210s, reader_cost: 0.56115, ips: 0.67293 samples/s, eta: 0:00:17
@@ -44,7 +44,7 @@ REAL_LINES = """\
 [2026/11/26 16:24:01] ppcls INFO: [Train][Epoch 1/1][Avg]top1: 0.00000, top5: 0.00000, CELoss: 54.82260, loss: 54.82260
 [2026/11/26 16:24:02] ppcls INFO: Already save model in /tmp/pcls-out/output/latest
 LAUNCH INFO 2026-11-26 16:24:05,182 Pod completed
-"""
+"""  # noqa: E501
 IPS = re.compile(r"\[Iter: (\d+)/\d+\].*?ips: (\S+) samples/s")
 
 
@@ -154,7 +154,7 @@ def test_paddle_parser_reads_todays_paddleclas_lines() -> None:
     steps = [m.step for m in run.marks]
     assert steps == list(range(7))
     ips = {int(i): float(r) for i, r in IPS.findall(REAL_LINES)}
-    for before, after in zip(run.marks, run.marks[1:]):
+    for before, after in zip(run.marks, run.marks[1:], strict=False):
         assert after.samples == 2  # the samples since the mark before
         assert after.time - before.time == pytest.approx(2 / ips[before.step], rel=1e-9)
     assert run.losses[:2] == [6.95714, 35.80735]  # each line's `loss:` (not CELoss)
@@ -241,7 +241,7 @@ def test_cpu_smoke_run(tmp_path: Path) -> None:
         env=env, cwd=tmp_path, timeout=1200,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
-    (path,) = results.rglob("*.json")
+    (path,) = results.glob("*/*.json")  # results/<config>/<id>.json
     result = json.loads(path.read_text())
     assert result["source"]["profile"] == "current"
     assert result["source"]["name"] == "paddleclas-current"
