@@ -1,18 +1,24 @@
-"""PaddlePaddle model-zoo training lines: `elapse` (PaddleCV), `steps/s` (PaddleNLP BERT) and
-`ips` (PaddleClas).
+"""PaddlePaddle model-zoo training lines: `elapse` (PaddleCV), `steps/s` (PaddleNLP BERT, Paddle
+1.8), `ips` (PaddleClas) and `global step` (PaddleNLP BERT run_pretrain.py, Paddle 2.x/3.x).
 
     [Pass 0, train batch 19] \tloss 6.90421, acc1 0.00000, acc5 0.00781, lr 0.001, elapse 0.3621 sec
     epoch: 1, progress: 1/1, step: 60, loss: 10.487363, ..., speed: 1.060437 steps/s, file: x.gz
     [2022/04/04 17:51:19] ppcls INFO: [Train][Epoch 2/20][Iter: 0/8]lr: 0.00281, ...,
         batch_cost: 1.05037s, reader_cost: 0.63829, ips: 121.86160 images/sec, eta: 0:02:39
+    [2026-11-26 16:40:36,646] [    INFO] - global step: 1, epoch: 0, batch: 0, loss: 11.343805,
+        avg_reader_cost: 0.00306 sec, avg_batch_cost: 2.69549 sec, avg_samples: 2.00000,
+        ips: 0.74198 sequences/sec, max_mem_reserved: ... MB, max_mem_allocated: ... MB
 
 PaddleCV (image_classification/utils/utility.py): `elapse` is one batch's wall time on trainer
 0 (`batch` is 0-based), so batches logged back to back chain into marks; a logging interval
 above 1 leaves gaps and only the first run of consecutive batches is used. PaddleNLP BERT
 (train.py): `speed` = logged steps x nodes / time, printed by trainer 0, `step` counts steps.
 PaddleClas: `ips` is one card's samples/s over the interval since the previous line (`Iter` is
-0-based); only rank 0 prints, so the other ranks are assumed to match (noted). A log with
-`elapse` lines is read by them alone, else one with `steps/s` lines, else by its `ips` lines.
+0-based); only rank 0 prints, so the other ranks are assumed to match (noted). PaddleNLP
+run_pretrain.py: `ips` is one card's sequences/s over the `logging_steps` steps up to `global
+step` (1-based, counted across files and epochs); launch echoes rank 0's lines, so the other
+ranks are assumed to match too. A log with `elapse` lines is read by them alone, else one with
+`steps/s` lines, else by its PaddleClas `ips` lines, else by its `global step` lines.
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ SPEED = re.compile(
 IPS = re.compile(
     r"\[Train\]\[Epoch (?P<epoch>\d+)/\d+\]\[Iter: (?P<iter>\d+)/\d+\][^\n]*?"
     r"ips: (?P<rate>\S+) (?:images|samples|sequences)/s"
+)
+GLOBAL_STEP = re.compile(
+    r"global step: (?P<step>\d+), epoch: (?P<epoch>\d+), [^\n]*?ips: (?P<rate>\S+) sequences/sec"
 )
 # `\bloss:? ...`, written to start with its literal so that the search skips ahead quickly
 LOSS = re.compile(r"loss(?<!\wloss):? (?P<loss>[-\w.+]+)")
@@ -83,7 +92,8 @@ def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
     elapse = _Kind(ELAPSE, "batch", "sec", max)
     speed = _Kind(SPEED, "step", "rate", min)
     ips = _Kind(IPS, "iter", "rate", min)
-    kinds = [elapse, speed, ips]  # the first kind the log has wins; the others are dropped
+    global_step = _Kind(GLOBAL_STEP, "step", "rate", min)
+    kinds = [elapse, speed, ips, global_step]  # the first kind in the log wins, the rest go
     losses, most = run.losses, ctx.horizon
     for text in texts:
         for i, kind in enumerate(kinds):
@@ -112,12 +122,13 @@ def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
             if count:
                 # speed counts every node's steps: the job advances rate / nodes steps per second
                 table.add_lines(step - every, step, samples, every * ctx.nodes / rate, count)
-    else:
+    else:  # one rank's samples/s over the interval up to the line's step
         counts = "rank"
         every = logging_interval(kind.rows) or 1
         samples = every * ctx.batch_size
+        last = 1 if kind is ips else 0  # ips counts steps from 0, global_step from 1
         for i, (count, rate) in kind.rows.items():
             if count:
-                table.add_lines(i + 1 - every, i + 1, samples, samples / rate, count)
+                table.add_lines(i + last - every, i + last, samples, samples / rate, count)
     intervals_to_marks(table, counts, ctx, run)
     return finish(run, "Paddle training lines")

@@ -38,18 +38,11 @@ else:  # pragma: no cover
 # official implementations at recent upstream commits on stacks that run on current GPUs.
 PROFILES = ("current", "dlperf-2020")
 DEFAULT_PROFILE = "current"
+# "cpu" / "cuda": arguments for a run with that --device (scripts that pick it by a flag)
 KNOBS = (
-    "batch_size",
-    "steps",
-    "synthetic",
-    "amp",
-    "fp32",
-    "xla",
-    "no_xla",
-    "multi_node",
-    "cpu",
+    "batch_size", "steps", "synthetic", "amp", "fp32", "xla", "no_xla", "multi_node", "cpu",
     "cuda",
-)
+)  # fmt: skip
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 PLACEHOLDERS = (
