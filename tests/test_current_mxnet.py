@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import upstream_mirror
 from typer.testing import CliRunner
 
 from dlperf.cli import app
 from dlperf.logformats import LogContext, parse_log
 from dlperf.official.checkout import fetch_source, verify_checkout
 from dlperf.official.manifest import find_manifest, load_manifests
-from tests.conftest import upstream_mirror
 
 DLE = "nvidia-dle-mxnet-resnet50-current"
 GLUONNLP = "gluonnlp-bert-current"

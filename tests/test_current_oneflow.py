@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import upstream_mirror
 
 from dlperf.logformats import LogContext, parse_log
 from dlperf.official.checkout import fetch_source, verify_checkout
 from dlperf.official.manifest import find_manifest, load_manifests
-from tests.conftest import upstream_mirror
 
 RESNET = "oneflow-models-resnet50-current"
 BERT = "libai-bert-current"
