@@ -400,9 +400,13 @@ class Sampler:
             how = "the whole repeat: " + (
                 "no measured window" if window is None else window.unplaced_reason()
             )
-            return summarize(self.samples, start, end, self.source, "repeat", how, self.error)
+            return summarize(
+                self.samples, start, end, self.source, "repeat", how, self.error, self.period_s
+            )
         start, end, how = placed
-        return summarize(self.samples, start, end, self.source, "window", how, self.error)
+        return summarize(
+            self.samples, start, end, self.source, "window", how, self.error, self.period_s
+        )
 
 
 @contextmanager
@@ -525,6 +529,7 @@ def summarize(
     span: str,
     how: str,
     error: str | None = None,
+    period_s: float = SAMPLE_PERIOD_S,
 ) -> Telemetry:
     """The telemetry of the readings in [start, end]: per metric the min/mean/max over every
     device's readings (power: the devices' sum at each reading), the energy over the span,
@@ -548,7 +553,7 @@ def summarize(
     return Telemetry(
         device=source.kind,
         devices=list(source.devices),
-        period_s=SAMPLE_PERIOD_S,
+        period_s=period_s,
         samples=len(inside),
         span=span,
         placed_by=how,

@@ -321,7 +321,7 @@ def test_the_sampler_thread_reads_from_start_to_stop() -> None:
     assert len(times) >= 2 and times == sorted(times)  # at least the first and last reading
     assert sampler.started <= times[0] and times[-1] <= sampler.stopped and source.closed
     whole = sampler.telemetry(None)
-    assert whole.span == "repeat" and whole.samples == len(times)
+    assert whole.span == "repeat" and whole.samples == len(times) and whole.period_s == 0.01
     assert whole.utilization_pct.max == float(len(times))  # every reading, in order
     assert whole.energy_note == "none here"
     # a window inside the span keeps only its readings
