@@ -175,6 +175,36 @@ def imported_environment(workload: dict[str, Any]) -> Environment:
     )
 
 
+def samples_per_joule(repeat: Repeat) -> float | None:
+    """The window's samples per joule the sampled devices used over it; None without an
+    energy over the window itself."""
+    t = repeat.telemetry
+    if not repeat.window or t is None or t.span != "window" or not t.energy_j:
+        return None
+    return repeat.window.samples / t.energy_j
+
+
+def median_samples_per_joule(ok: list[Repeat]) -> float | None:
+    """The median of `samples_per_joule` over the ok repeats that have one."""
+    values = [v for v in map(samples_per_joule, ok) if v is not None]
+    return statistics.median(values) if values else None
+
+
+def throttle_warnings(ok: list[Repeat]) -> list[str]:
+    """One warning naming the repeats whose device clocks were throttled in the window."""
+    hit = [r for r in ok if r.telemetry and r.telemetry.throttled]
+    if not hit:
+        return []
+    reasons = sorted({name for r in hit for name in r.telemetry.throttle_reasons})
+    detail = next((r.telemetry.note for r in hit if r.telemetry.note), "")
+    return [
+        f"the device was throttled during the window of repeat(s) "
+        f"{', '.join(str(r.index) for r in hit)} ({', '.join(reasons)}): the numbers may be "
+        f"low; check cooling and power limits (nvidia-smi -q -d PERFORMANCE)"
+        + (f"; {detail}" if detail else "")
+    ]
+
+
 def micro_score(workload: dict[str, Any], samples_per_second: float) -> tuple[float, str] | None:
     """FAMBench scores a microbenchmark by the op's own rate: GB/s from the workload's bytes
     per sample, else TF/s from its FLOPs per sample; None when it states neither."""
@@ -219,6 +249,7 @@ def build_result(
     latency: dict[str, float] = {}
     achieved = peak_flops = mfu = None
     peak_source = None
+    samples_per_joule = None
     if ok:
         throughput = summarize([r.throughput for r in ok], "samples/s")
         # An imported log's result was made by a command this one does not know: no option
@@ -236,6 +267,8 @@ def build_result(
                 f"during repeat(s) {', '.join(str(r.index) for r in busy)}, so these numbers "
                 "may be low; rerun when the machine is idle (`dlperf doctor` shows what runs)"
             )
+        samples_per_joule = median_samples_per_joule(ok)
+        warnings += throttle_warnings(ok)
         step_means = [
             1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step)
             for r in ok
@@ -292,6 +325,7 @@ def build_result(
             peak_flops=peak_flops,
             peak_source=peak_source,
             mfu=mfu,
+            samples_per_joule=samples_per_joule,
             noisy=noisy,
             peer={suite: stats for suite, stats in peer.items() if stats},
         ),

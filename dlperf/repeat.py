@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from dlperf.proc import ProcResult, run_process, tail
 from dlperf.redact import stored_argv
 from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus
 from dlperf.spec import RunPlan
+from dlperf.telemetry import WindowTimes
 
 # Host-observed vs workload-timed window: the larger of a relative and an absolute slack, since
 # pipe and scheduler jitter (milliseconds on a loaded machine) dominate short windows.
@@ -40,10 +41,15 @@ JOB_OUTCOME_ORDER = ("timeout", "no_output", "exited", "cancelled")
 
 
 def run_single_process(
-    plan: RunPlan, index: int, base_env: Mapping[str, str], raw_dir: Path
+    plan: RunPlan,
+    index: int,
+    base_env: Mapping[str, str],
+    raw_dir: Path,
+    on_window: Callable[[WindowTimes], None] = lambda _: None,
 ) -> Repeat:
     """Repeat `index` as one workload process on this host, its step lines timed as they
-    arrive (an outside check on the workload's clock)."""
+    arrive (an outside check on the workload's clock). `on_window` is told when the measured
+    window ran (for the telemetry sampler), once the window is known."""
     log_path = raw_dir / f"repeat-{index}.log"
     events_path = raw_dir / f"repeat-{index}.events.jsonl"
     events_path.unlink(missing_ok=True)
@@ -75,6 +81,8 @@ def run_single_process(
     status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
     observed = None
     warnings = list(parsed.notes)
+    if window:
+        on_window(window_times(parsed, window.start_step, window.end_step, seen))
     if window and window.start_step in seen and window.end_step in seen:
         observed = seen[window.end_step] - seen[window.start_step]
         slack = max(OUTSIDE_CLOCK_TOLERANCE * window.elapsed_s, OUTSIDE_CLOCK_SLACK_S)
@@ -113,6 +121,17 @@ def run_single_process(
     )
 
 
+def window_times(
+    parsed: ParsedRun, start_step: int, end_step: int, seen: Mapping[int, float]
+) -> WindowTimes:
+    """When the window's first and last marks happened: the workload's own times (rank 0's in
+    a job) and the host's arrival times of their step lines, where it has both."""
+    times = {m.step: m.time for m in parsed.marks}
+    marks = (times[start_step], times[end_step]) if {start_step, end_step} <= times.keys() else None
+    observed = (seen[start_step], seen[end_step]) if {start_step, end_step} <= seen.keys() else None
+    return WindowTimes(marks=marks, observed=observed)
+
+
 @dataclass
 class Job:
     """A data-parallel job: one agent per node, started through the run's launcher.
@@ -142,9 +161,15 @@ class Job:
     def adapter(self) -> Adapter:
         return self.plan.adapter
 
-    def run(self, index: int, raw_dir: Path) -> Repeat:
+    def run(
+        self,
+        index: int,
+        raw_dir: Path,
+        on_window: Callable[[WindowTimes], None] = lambda _: None,
+    ) -> Repeat:
         """Repeat `index` of the job: start every node, watch them, choose the failure that
-        ended the job (if any), combine the ranks."""
+        ended the job (if any), combine the ranks. `on_window` is told when the window ran by
+        rank 0's marks (for the telemetry sampler)."""
         spec, launch = self.spec, self.launch
         events_template = raw_dir / f"repeat-{index}.events.rank{{rank}}.jsonl"
         rank_files = [
@@ -170,6 +195,8 @@ class Job:
                 f"; no rank wrote to {raw_dir}: with --launcher {launch.launcher} the results "
                 "folder must be on a filesystem every node sees at the same path"
             )
+        if window:
+            on_window(window_times(parsed, window.start_step, window.end_step, {}))
         warnings = list(parsed.notes)
         reached = [r.marks[-1].step if r.marks else 0 for r in runs]
         if len(set(reached)) > 1:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlperf import DlperfError, system
+from dlperf import DlperfError, system, telemetry
 from dlperf.adapter import Adapter
 from dlperf.adapters import get_adapter
 from dlperf.assemble import build_result, described_workload, new_result_id
@@ -54,22 +54,42 @@ class PreparedRun:
         return self.plan.spec
 
     def measure(self, index: int) -> Repeat:
-        """Repeat `index`: one process, or the data-parallel job; with the machine's load."""
+        """Repeat `index`: one process, or the data-parallel job; with the machine's load and
+        the devices' telemetry over the measured window."""
         base_env = self.env.run_env() if self.env else dict(os.environ)
         meter = system.LoadMeter()
-        if not self.plan.launch.is_job:
-            repeat = run_single_process(self.plan, index, base_env, self.raw_dir)
-        else:
-            # What a remote node needs besides the command: the variables the env sets.
-            node_env = self.env.run_env({}) if self.env else {}
-            node_env.pop("PATH", None)  # the interpreter is named by its full path
-            repeat = Job(self.plan, base_env, node_env).run(index, self.raw_dir)
+        windows: list[telemetry.WindowTimes] = []
+        with telemetry.sampling(self._telemetry_source(base_env)) as sampler:
+            if not self.plan.launch.is_job:
+                repeat = run_single_process(
+                    self.plan, index, base_env, self.raw_dir, on_window=windows.append
+                )
+            else:
+                # What a remote node needs besides the command: the variables the env sets.
+                node_env = self.env.run_env({}) if self.env else {}
+                node_env.pop("PATH", None)  # the interpreter is named by its full path
+                job = Job(self.plan, base_env, node_env)
+                repeat = job.run(index, self.raw_dir, on_window=windows.append)
         return repeat.model_copy(
             update={
                 "env_digest": self.interpreter.dists_digest if self.interpreter else None,
                 "machine_load": MachineLoad(**meter.stop()),
+                "telemetry": sampler.telemetry(windows[0] if windows else None)
+                if sampler
+                else None,
             }
         )
+
+    def _telemetry_source(self, base_env: dict[str, str]) -> telemetry.Source | None:
+        """What to sample: this host's devices, when the workload runs on this host (a remote
+        launcher's nodes are not sampled)."""
+        launch, spec = self.plan.launch, self.spec
+        if launch.remote:
+            return None
+        gpus = telemetry.gpus_on_this_host(
+            spec.device, spec.devices_per_node, spec.nodes, launch.launcher
+        )
+        return telemetry.job_source(spec.device, gpus, base_env)
 
     def finish(self, results_dir: Path, repeats: list[Repeat]) -> tuple[Result, Path]:
         job = self.plan.launch.job_info(self.spec)

@@ -28,7 +28,10 @@ from dlperf import DlperfError
 #    its own rule, beside dlperf's, for the result and for each repeat (FAMBench scores each log
 #    on its own); source.profile, the official manifests' profile (all optional: a version-4
 #    file upgrades unchanged, its official results in profile dlperf-2020)
-SCHEMA_VERSION = 5
+# 6: repeat.telemetry (device utilization, clocks, memory, power, temperature, energy and
+#    throttling over the measured window, sampled by the host) and metrics.samples_per_joule
+#    (all optional: a version-5 file upgrades unchanged)
+SCHEMA_VERSION = 6
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
@@ -283,6 +286,44 @@ class MachineLoad(_Frozen):
     steal_s: float | None = None  # a VM's CPU time taken by its hypervisor
 
 
+class MetricRange(_Frozen):
+    """One telemetry metric over a window's readings."""
+
+    min: float
+    mean: float
+    max: float
+
+
+class Telemetry(_Frozen):
+    """What the devices did during a repeat's measured window, sampled by the host
+    (`dlperf.telemetry`): NVML on NVIDIA GPUs, psutil and RAPL on CPUs."""
+
+    device: str  # "cuda" (NVML) or "cpu" (psutil, RAPL)
+    devices: list[str] = Field(default_factory=list)  # what was read: GPUs, CPU model, RAPL zones
+    period_s: float  # the sampling period
+    samples: int  # readings inside the span
+    # "window": the measured window, placed on the host's clock as `placed_by` says;
+    # "repeat": the whole repeat, when the window could not be placed (`placed_by` says why)
+    span: str = "window"
+    placed_by: str = ""
+    duration_s: float = 0.0  # the span's length
+    # min/mean/max over every device's readings: utilization % (GPU busy time; CPU: the whole
+    # machine's), SM clock (GPU) or current CPU frequency, memory used (GPU memory; CPU: the
+    # host's RAM), temperature; power is the devices' sum at each reading (CPU: RAPL deltas)
+    utilization_pct: MetricRange | None = None
+    clock_mhz: MetricRange | None = None
+    memory_mib: MetricRange | None = None
+    power_w: MetricRange | None = None
+    temperature_c: MetricRange | None = None
+    energy_j: float | None = None  # over the span, every sampled device together
+    energy_source: str | None = None  # "nvml" | "rapl"; None: no energy (energy_note says why)
+    energy_method: str | None = None  # "counter" (NVML mJ / RAPL uJ) or "power integral"
+    energy_note: str | None = None
+    throttled: bool = False  # clocks pulled down by heat or power during the window
+    throttle_reasons: list[str] = Field(default_factory=list)  # NVML's reason names
+    note: str | None = None  # what else the reader should know (throttling detail, errors)
+
+
 class PeerStat(_Frozen):
     """One number as a peer suite defines it (SuperBench's mean of per-step throughput,
     FAMBench's nearest-rank p95), kept beside dlperf's own statistic of the same thing."""
@@ -316,6 +357,7 @@ class Repeat(_Frozen):
     # with different digests are never pooled into one median.
     env_digest: str | None = None
     machine_load: MachineLoad | None = None
+    telemetry: Telemetry | None = None  # the devices during the window (None: not sampled)
     # Peer suite -> its metric name -> this repeat's number by its rule (FAMBench's score and
     # batch_latency_95_sec of one log; Metrics.peer holds the result's).
     peer: dict[str, dict[str, PeerStat]] = Field(default_factory=dict)
@@ -370,6 +412,9 @@ class Metrics(_Frozen):
     peak_flops: float | None = None
     peak_source: str | None = None
     mfu: float | None = None
+    # Samples in the window per joule the sampled devices used over it: the median over the ok
+    # repeats whose telemetry has an energy (None: no energy readable, see repeats' telemetry).
+    samples_per_joule: float | None = None
     # The repeats disagree (CV, outliers) or the machine was busy while they ran: the warnings
     # say which; reports mark the number.
     noisy: bool = False

@@ -16,6 +16,7 @@ from dlperf.schema import (
     BenchmarkSpec,
     Environment,
     MachineLoad,
+    MetricRange,
     Metrics,
     ModelInfo,
     Repeat,
@@ -23,6 +24,7 @@ from dlperf.schema import (
     Result,
     ResultStatus,
     SummaryStats,
+    Telemetry,
     Window,
 )
 from dlperf.stats import RERUN_WITH_REPEATS, noise_warnings, summarize
@@ -517,3 +519,77 @@ def test_official_numbers_of_two_profiles_never_share_a_row() -> None:
     assert any("official (dlperf-2020)" in r and "| 900.00" in r for r in rows)
     assert "| pytorch | current | pt-current | https://github.com/pytorch/examples @ " in text
     assert "| pytorch | dlperf-2020 | pt-dlperf-2020 |" in text
+
+
+def with_telemetry(result: Result, energy_j: float | None, throttled: bool = False) -> Result:
+    """`result` as if its ok repeats had been sampled: a GPU's NVML readings, or a CPU's
+    without RAPL."""
+    cuda = result.spec.device == "cuda"
+    repeats = []
+    for r in result.repeats:
+        if r.status == RepeatStatus.ok:
+            r = r.model_copy(
+                update={
+                    "telemetry": Telemetry(
+                        device=result.spec.device,
+                        period_s=0.2,
+                        samples=40,
+                        utilization_pct=MetricRange(min=90.0, mean=96.5, max=100.0),
+                        clock_mhz=MetricRange(
+                            min=1500.0 if throttled else 1980.0, mean=1900.0, max=1980.0
+                        )
+                        if cuda
+                        else MetricRange(min=2600.0, mean=2600.0, max=2600.0),
+                        power_w=MetricRange(min=650.0, mean=690.0, max=700.0) if cuda else None,
+                        energy_j=energy_j,
+                        energy_source="nvml" if energy_j else None,
+                        energy_method="counter" if energy_j else None,
+                        energy_note=None
+                        if energy_j
+                        else "RAPL not readable: /sys/class/powercap does not exist",
+                        throttled=throttled,
+                        throttle_reasons=["SwPowerCap"] if throttled else [],
+                    )
+                }
+            )
+        repeats.append(r)
+    per_joule = None
+    if energy_j:
+        per_joule = repeats[0].window.samples / energy_j
+    metrics = result.metrics.model_copy(update={"samples_per_joule": per_joule})
+    return result.model_copy(update={"repeats": repeats, "metrics": metrics})
+
+
+EXPECTED_TELEMETRY = """\
+## Telemetry
+
+The devices during the measured windows, sampled by the host every 0.2 s (GPUs through NVML, CPUs through psutil and RAPL): mean utilization and power, the clock's min–max (SM clock, or CPU frequency), and the median energy of a window (with its source) over the ok repeats; samples/J is the window's samples per joule. *throttled* counts the windows whose clocks were pulled down by heat or power. `(repeat)`: a window that could not be placed in time, so the numbers cover the whole repeat.
+
+| configuration | device | utilization % | clock MHz | power W | energy J | samples/J | throttled |
+|---|---|---|---|---|---|---|---|
+| `pytorch_resnet50_ootb_train_cpu_fp32_1n1d_b128_img224` | cpu | 96.5 | 2600 | — | not readable (1) | — | no |
+| `pytorch_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224_channels_last=1_fused_optimizer=1` | cuda | 96.5 | 1980 | 690 | 8800 (nvml, counter) | 1.455 | no |
+| `tensorflow_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224` | cuda | 96.5 | 1500–1980 | 690 | 9100 (nvml, counter) | 1.407 | yes, 2/2 (SwPowerCap) |
+
+Why the energy was not readable:
+
+1. RAPL not readable: /sys/class/powercap does not exist
+"""  # noqa: E501
+
+
+def test_the_telemetry_table_and_samples_per_joule() -> None:
+    results = sample_results()
+    sampled = {
+        "20240601T120000Z-py1x1cuda11": (8800.0, False),
+        "20240601T120000Z-te1x1cuda": (9100.0, True),
+        "20240601T120000Z-py1x1cpu": (None, False),
+    }
+    results = [with_telemetry(r, *sampled[r.id]) if r.id in sampled else r for r in results]
+    text = render_model_report(results, "resnet50")
+    section = text[text.index("## Telemetry") : text.index("## All results")]
+    assert section == EXPECTED_TELEMETRY + "\n"
+    # samples/J beside the median, in the tables of configurations that have it
+    assert "| 1 | 1 | 128 | 1008.90 | 1.455 | 1.00 | 100.0% | 1003.20–1010.50 |" in text
+    assert "| 1 | 1 | 128 | 31.20 | 1.00 |" in text  # no energy there: no column
+    # results without telemetry (older files) give the report it had before
+    assert render_model_report(sample_results(), "resnet50") == EXPECTED

@@ -1,6 +1,7 @@
 """The whole pipeline on the calibration workload: real subprocesses, real files."""
 
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +40,7 @@ def test_paced_run_reports_the_true_throughput(tmp_path):
     for r in result.repeats:  # the host's own clock on the step log lines agrees
         assert r.observed_elapsed_s == pytest.approx(r.window.elapsed_s, rel=0.5)
     stored = json.loads(path.read_text())
-    assert stored["schema_version"] == SCHEMA_VERSION == 5
+    assert stored["schema_version"] == SCHEMA_VERSION == 6
     assert stored["spec"]["framework"] == "calibration"
     assert stored["metrics"]["throughput"]["median"] == pytest.approx(t.median)
     assert [r["status"] for r in stored["repeats"]] == ["ok", "ok"]
@@ -146,3 +147,32 @@ def test_a_clock_that_never_moves_is_bad_output_and_the_result_is_stored(tmp_pat
     assert result.status == ResultStatus.failed and path.exists()
     assert {r.status for r in result.repeats} == {RepeatStatus.bad_output}
     assert "coarser than the window" in result.repeats[0].message
+
+
+def test_every_repeat_carries_telemetry_of_its_window(tmp_path):
+    """The CPU path for real: psutil's utilization and frequency over the measured window,
+    and RAPL's energy or why it cannot be read. Arithmetic, never speed."""
+    result, _ = run_benchmark(spec(measure=20, options={"step_ms": "30"}), tmp_path)
+    assert result.status == ResultStatus.ok
+    for r in result.repeats:
+        t = r.telemetry
+        assert t is not None and t.device == "cpu" and t.span == "window"
+        assert "host's clock" in t.placed_by  # the workload's marks, on the host's clock
+        assert t.duration_s == pytest.approx(r.window.elapsed_s, abs=1e-5)
+        assert t.samples >= 1  # a ~0.6 s window sampled every 0.2 s
+        u = t.utilization_pct
+        assert u is not None and 0.0 <= u.min <= u.mean <= u.max <= 100.0
+        if t.clock_mhz is not None:  # psutil.cpu_freq() is None on some VMs
+            assert 0 < t.clock_mhz.min <= t.clock_mhz.mean <= t.clock_mhz.max
+        if t.energy_j is None:
+            assert t.energy_note and t.energy_note.startswith("RAPL")
+            assert t.energy_source is None
+        else:
+            assert t.energy_j > 0 and t.energy_source == "rapl" and t.energy_note is None
+    per_joule = [
+        r.window.samples / r.telemetry.energy_j for r in result.repeats if r.telemetry.energy_j
+    ]
+    if per_joule:
+        assert result.metrics.samples_per_joule == pytest.approx(statistics.median(per_joule))
+    else:
+        assert result.metrics.samples_per_joule is None
