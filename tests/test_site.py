@@ -3,6 +3,7 @@ headless Chromium that opens it from disk."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import subprocess
@@ -115,6 +116,11 @@ def test_every_link_resolves_and_nothing_comes_from_the_network(tmp_path: Path) 
             from urllib.parse import unquote
 
             assert (tmp_path / "site" / unquote(href)).is_file(), href
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in (tmp_path / "site").rglob("*"):  # readable as the umask allows, not private
+        if path.is_file():
+            assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
     copies = sorted((tmp_path / "site" / "results").rglob("*.json"))
     assert len(copies) == site.copied == len(site_results())
     for copy in copies:
@@ -168,6 +174,41 @@ def test_history_judges_each_point_against_the_one_before() -> None:
     assert second[2] == "framework 2.2.0, python 3.11.9, dlperf 0.1.0"
     assert second[4] == "improvement" and second[5] == "framework 2.1.0 → 2.2.0"
     assert list(trace.marker.symbol) == ["circle", "triangle-up", "triangle-up"]
+
+
+def test_history_reads_the_history_modules_points_by_name() -> None:
+    """dlperf.history's HistoryPoint (the interface agreed with the HISTORY part): the site
+    reads its fields by name, so it takes that module's points once it exists."""
+    from dataclasses import dataclass
+
+    from dlperf.report.site import _from_indexed
+
+    @dataclass
+    class Point:  # the agreed fields, as dlperf.history is to define them
+        config_key: str
+        created: str
+        result_id: str
+        median: float
+        unit: str
+        framework: str
+        framework_version: str
+        dlperf_version: str
+        python: str
+        dlperf_commit: str | None
+        workdir_commit: str | None
+        verdict: str
+
+    later = Point("k", "2024-02-01T00:00:00+00:00", "b", 110.0, "samples/s", "pytorch", "2.4.0",
+                  "0.1.0", "3.11.9", "abc123", None, "improvement")  # fmt: skip
+    first = Point("k", "2024-01-01T00:00:00+00:00", "a", 100.0, "samples/s", "pytorch", "2.3.1",
+                  "0.1.0", "3.11.9", "abc000", None, "")  # fmt: skip
+    points = _from_indexed([later, first])["k"]
+    assert [p.result_id for p in points] == ["a", "b"]
+    assert points[1].versions == {
+        "framework_version": "2.4.0", "python": "3.11.9", "dlperf_version": "0.1.0",
+    }  # fmt: skip
+    assert points[1].commits == {"dlperf_commit": "abc123"}
+    assert points[1].verdict == "improvement"
 
 
 def test_telemetry_and_energy_columns_when_results_carry_them() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import importlib
 import inspect
+import os
 import re
 import statistics
 import warnings
@@ -145,11 +146,11 @@ def _from_indexed(points: Iterable) -> dict[str, list[HistoryPoint]]:
     """dlperf.history's points (attributes read by name; missing ones stay empty)."""
     out: dict[str, list[HistoryPoint]] = {}
     for p in points:
-        versions = {
-            name: str(value)
-            for name in VERSION_FIELDS
-            if (value := getattr(p, name, None) or getattr(p, name.replace("_version", ""), None))
-        }
+        versions = {}
+        for name in VERSION_FIELDS:
+            value = getattr(p, name, None) or getattr(p, f"{name}_version", None)  # python_version
+            if value:
+                versions[name] = str(value)
         commits = {name: str(v) for name in COMMIT_FIELDS if (v := getattr(p, name, None))}
         verdict = getattr(p, "verdict", "") or ""
         point = HistoryPoint(
@@ -829,12 +830,19 @@ def write_site(results_dir: Path, out_dir: Path) -> Site:
     _check_out(results_dir, out_dir)
     check_writable(out_dir, "the site folder")
     written: list[Path] = []
+    # atomic_write's temporary files are private (0600); a site is for others to read, so its
+    # files get the umask's usual mode, as a plain open() would give them.
+    umask = os.umask(0)
+    os.umask(umask)
+    mode = 0o666 & ~umask
 
     def put(relpath: str, data: str | bytes) -> None:
         path = out_dir / relpath
         raw = data.encode("utf-8") if isinstance(data, str) else data
         if not (path.is_file() and path.read_bytes() == raw):  # same bytes: left untouched
             atomic_write(path, raw)
+        if path.stat().st_mode & 0o777 != mode:
+            path.chmod(mode)
         written.append(path)
 
     put(MARKER, "This folder is a site written by `dlperf publish`.\n")
