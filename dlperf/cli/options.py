@@ -240,6 +240,15 @@ ReportsDir = Annotated[
     Path,
     typer.Option(parser=path_parser("folder"), metavar="FOLDER", help="Where Markdown + PNG go."),
 ]
+SiteDir = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        parser=path_parser("folder"),
+        metavar="FOLDER",
+        help="Where the HTML site goes (made by publish, or new and empty).",
+    ),
+]
 ReportStyle = Annotated[
     Literal["dlperf", "fambench"],
     typer.Option(

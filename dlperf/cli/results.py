@@ -170,6 +170,19 @@ def report(
         )
 
 
+def publish(
+    results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+    out: o.SiteDir = Path("site"),
+) -> None:
+    """Write a static HTML site of the results (works offline, from disk): an index of models
+    and configurations, a page per model with interactive charts (frameworks side by side,
+    scaling, latency percentiles, history, energy), the report's tables and every raw result."""
+    from dlperf.report.site import describe_site, write_site
+
+    site = write_site(results_dir, out)
+    console.print(f"wrote {describe_site(site)}", markup=False)
+
+
 def export(
     format_: o.ExportFormat,
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,

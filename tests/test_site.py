@@ -1,0 +1,320 @@
+"""`dlperf publish`: the static site (pages, charts, tables, history, raw results), and a real
+headless Chromium that opens it from disk."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_report import BEST, make_result, sample_results
+
+from dlperf import DlperfError
+from dlperf.report.markdown import render_model_report
+from dlperf.report.site import (
+    PLOTLY_JS,
+    history_figure,
+    history_from_results,
+    load_stored,
+    markdown_html,
+    render_model_page,
+    telemetry_rows,
+    write_site,
+)
+from dlperf.schema import Result
+from dlperf.store import write_result
+
+CUDA_KEY = (
+    "pytorch_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224_channels_last=1_fused_optimizer=1"
+)
+
+
+def _again(result: Result, id_: str, created: str, values: list[float], version: str) -> Result:
+    """An older or newer run of `result`'s configuration (another id, time and version)."""
+    other = make_result(
+        result.spec.framework, values, version=version, created=created,
+        practice=result.spec.practice, device=result.spec.device,
+        nodes=result.spec.nodes, devices_per_node=result.spec.devices_per_node,
+    )  # fmt: skip
+    return other.model_copy(update={"id": id_})
+
+
+def _inference(framework: str, latency: dict[str, float], version: str) -> Result:
+    r = make_result(framework, [400.0, 402.0, 398.5], version=version)
+    spec = r.spec.model_copy(update={"mode": "infer"})
+    metrics = r.metrics.model_copy(update={"latency_ms": latency})
+    return r.model_copy(update={"id": f"{r.id}-infer", "spec": spec, "metrics": metrics})
+
+
+def site_results() -> list[Result]:
+    """Several frameworks and versions: the report's sample results, two older PyTorch runs of
+    one configuration (2.1.0 then 2.2.0, each faster), a TensorFlow run that got slower, and
+    an inference configuration of each framework with latency percentiles."""
+    base = sample_results()
+    cuda = next(r for r in base if r.spec.config_key() == CUDA_KEY)
+    tf = next(r for r in base if r.spec.framework == "tensorflow" and r.spec.world_size == 1)
+    return [
+        *base,
+        _again(cuda, "20240301T120000Z-old1", "2024-03-01T12:00:00+00:00",
+               [900.0, 905.0, 898.0], "2.1.0"),
+        _again(cuda, "20240401T120000Z-old2", "2024-04-01T12:00:00+00:00",
+               [950.0, 948.0, 955.0], "2.2.0"),
+        _again(tf, "20240501T120000Z-tfold", "2024-05-01T12:00:00+00:00",
+               [1200.0, 1195.0, 1203.0], "2.15.0"),
+        _inference("pytorch", {"p50": 2.5, "p90": 2.9, "p95": 3.1, "p99": 3.8, "p99.9": 5.2},
+                   "2.3.1"),
+        _inference("tensorflow", {"p50": 2.7, "p90": 3.0, "p99": 4.4}, "2.16.1"),
+    ]  # fmt: skip
+
+
+def write_results(folder: Path) -> Path:
+    for r in site_results():
+        write_result(folder, r)
+    return folder
+
+
+def _tables(text: str) -> list[str]:
+    unlinked = re.sub(r'<a href="[^"]*">(.*?)</a>', r"\1", text)
+    return re.findall(r"<table>.*?</table>", unlinked, flags=re.S)
+
+
+def test_the_page_holds_the_markdown_reports_tables(tmp_path: Path) -> None:
+    results = write_results(tmp_path / "results")
+    stored = load_stored(results)
+    page, charts = render_model_page(stored, "resnet50", history_from_results(
+        s.result for s in stored))  # fmt: skip
+    report = render_model_report([s.result for s in stored], "resnet50")
+    expected = _tables(markdown_html(report))
+    assert len(expected) >= 6
+    got = _tables(page)
+    for table in expected:
+        assert table in got
+    # throughput, scaling, latency, then a history chart per cross-framework row with more
+    # than one point: PyTorch's and TensorFlow's CUDA 1x1 share theirs, a line each
+    assert [c.split("-")[1] for c in charts] == ["throughput", "scaling", "latency", "history"]
+    assert len(re.findall(r'class="plotly-graph-div"', page)) == len(charts)
+    assert "resnet50.png" not in page  # the report's PNGs are replaced by the charts
+
+
+def test_every_link_resolves_and_nothing_comes_from_the_network(tmp_path: Path) -> None:
+    results = write_results(tmp_path / "results")
+    site = write_site(results, tmp_path / "site")
+    assert sorted(site.pages) == ["index.html", "resnet50.html"]
+    js = (tmp_path / "site" / PLOTLY_JS).read_bytes()
+    import plotly.offline
+
+    assert js == plotly.offline.get_plotlyjs().encode()
+    for name in site.pages:
+        text = (tmp_path / "site" / name).read_text()
+        assert f'<script src="{PLOTLY_JS}"></script>' in text
+        assert not re.search(r'(src|href)="(https?:)?//', text), "nothing from the network"
+        for href in re.findall(r'(?:src|href)="([^"#]+)"', text):
+            from urllib.parse import unquote
+
+            assert (tmp_path / "site" / unquote(href)).is_file(), href
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in (tmp_path / "site").rglob("*"):  # readable as the umask allows, not private
+        if path.is_file():
+            assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
+    copies = sorted((tmp_path / "site" / "results").rglob("*.json"))
+    assert len(copies) == site.copied == len(site_results())
+    for copy in copies:
+        source = results / copy.relative_to(tmp_path / "site" / "results")
+        assert copy.read_bytes() == source.read_bytes()
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert '<a href="resnet50.html">resnet50</a>' in index
+    assert f"<code>{CUDA_KEY}</code></td>\n<td>pytorch</td>\n<td>3</td>" in index  # 3 results
+
+
+def test_the_site_is_deterministic(tmp_path: Path) -> None:
+    results = write_results(tmp_path / "results")
+    write_site(results, tmp_path / "a")
+    write_site(results, tmp_path / "b")
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*"))
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*"))
+    assert files_a == files_b
+    for rel in files_a:
+        if (tmp_path / "a" / rel).is_file():
+            assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
+    stored = load_stored(results)
+    points = history_from_results(s.result for s in stored)
+    shuffled = list(stored)
+    random.Random(7).shuffle(shuffled)
+    assert render_model_page(shuffled, "resnet50", points) == render_model_page(
+        stored, "resnet50", points
+    )
+
+
+def test_history_judges_each_point_against_the_one_before() -> None:
+    points = history_from_results(site_results())
+    cuda = points[CUDA_KEY]
+    assert [p.result_id for p in cuda] == [
+        "20240301T120000Z-old1", "20240401T120000Z-old2", "20240601T120000Z-py1x1cuda11",
+    ]  # fmt: skip
+    assert [p.median for p in cuda] == [900.0, 950.0, 1008.9]
+    # 3 vs 3 repeats: the means' 95% t-intervals do not overlap, beyond 5 %: improvements
+    assert [p.verdict for p in cuda] == ["", "improvement", "improvement"]
+    assert [p.versions["framework_version"] for p in cuda] == ["2.1.0", "2.2.0", "2.3.1"]
+    tf = points["tensorflow_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224"]
+    assert [p.verdict for p in tf] == ["", "regression"]  # 1200 -> 992.7 (2 ok repeats)
+    failed = points["tensorflow_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224"]
+    assert [p.median for p in failed] == [None]
+
+    figure = history_figure("t", {"pytorch": cuda})
+    trace = figure.data[0]
+    assert list(trace.y) == [900.0, 950.0, 1008.9]
+    assert list(trace.x) == ["2024-03-01 12:00:00", "2024-04-01 12:00:00", "2024-06-01 12:00:00"]
+    first, second = trace.customdata[0], trace.customdata[1]
+    assert first[0] == "20240301T120000Z-old1" and first[5] == "first result"
+    assert second[2] == "framework 2.2.0, python 3.11.9, dlperf 0.1.0"
+    assert second[4] == "improvement" and second[5] == "framework 2.1.0 → 2.2.0"
+    assert list(trace.marker.symbol) == ["circle", "triangle-up", "triangle-up"]
+
+
+def test_history_reads_the_history_modules_points_by_name() -> None:
+    """dlperf.history's HistoryPoint (the interface agreed with the HISTORY part): the site
+    reads its fields by name, so it takes that module's points once it exists."""
+    from dataclasses import dataclass
+
+    from dlperf.report.site import _from_indexed
+
+    @dataclass
+    class Point:  # the agreed fields, as dlperf.history is to define them
+        config_key: str
+        created: str
+        result_id: str
+        median: float
+        unit: str
+        framework: str
+        framework_version: str
+        dlperf_version: str
+        python: str
+        dlperf_commit: str | None
+        workdir_commit: str | None
+        verdict: str
+
+    later = Point("k", "2024-02-01T00:00:00+00:00", "b", 110.0, "samples/s", "pytorch", "2.4.0",
+                  "0.1.0", "3.11.9", "abc123", None, "improvement")  # fmt: skip
+    first = Point("k", "2024-01-01T00:00:00+00:00", "a", 100.0, "samples/s", "pytorch", "2.3.1",
+                  "0.1.0", "3.11.9", "abc000", None, "")  # fmt: skip
+    points = _from_indexed([later, first])["k"]
+    assert [p.result_id for p in points] == ["a", "b"]
+    assert points[1].versions == {
+        "framework_version": "2.4.0", "python": "3.11.9", "dlperf_version": "0.1.0",
+    }  # fmt: skip
+    assert points[1].commits == {"dlperf_commit": "abc123"}
+    assert points[1].verdict == "improvement"
+
+
+def test_telemetry_and_energy_columns_when_results_carry_them() -> None:
+    """TELEMETRY's fields, as their model_dump gives them, are read by name."""
+    assert telemetry_rows(sample_results()) == ([], [])
+    r = make_result("pytorch", [100.0, 102.0, 101.0], practice=BEST)
+
+    def telemetry(energy: float, power_max: float, throttled: bool) -> dict:
+        return {
+            "device_kind": "cuda", "samples": 50,
+            "utilization_pct": {"min": 90.0, "mean": 97.0, "max": 100.0},
+            "power_w": {"min": 250.0, "mean": 300.0, "max": power_max},
+            "energy_j": energy, "energy_source": "nvml", "energy_note": None,
+            "throttled": throttled, "reasons": ["sw_power_cap"] if throttled else [],
+        }  # fmt: skip
+
+    repeats = [
+        rep.model_copy(update={"telemetry": telemetry(e, p, t)})
+        for rep, (e, p, t) in zip(
+            r.repeats,
+            [(40.0, 310.0, False), (42.0, 330.0, True), (41.0, 320.0, False)],
+            strict=True,
+        )
+    ]
+    metrics = r.metrics.model_copy(update={"samples_per_joule": 312.5})
+    header, rows = telemetry_rows([r.model_copy(update={"repeats": repeats, "metrics": metrics})])
+    assert header == ["configuration", "framework", "samples/J", "energy J (median repeat)",
+                      "source", "utilization_pct mean / max", "power_w mean / max",
+                      "throttled"]  # fmt: skip
+    assert rows[0][1:] == ["pytorch", "312.5", "41", "nvml", "97 / 100", "300 / 330",
+                           "yes (1/3 repeats: sw_power_cap)"]  # fmt: skip
+
+
+def test_publish_refuses_a_foreign_folder_and_prunes_its_own(tmp_path: Path) -> None:
+    results = write_results(tmp_path / "results")
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(DlperfError, match="holds other files"):
+        write_site(results, foreign)
+    with pytest.raises(DlperfError, match="overlaps the results folder"):
+        write_site(results, tmp_path)
+    site = tmp_path / "site"
+    write_site(results, site)
+    gone = next((site / "results").glob("tensorflow_*/*.json"))
+    (results / gone.relative_to(site / "results")).unlink()
+    write_site(results, site)
+    assert not gone.exists()
+    with pytest.raises(DlperfError, match="no results"):
+        write_site(tmp_path / "empty", tmp_path / "site2")
+
+
+# ---------------------------------------------------------------- a real browser
+
+
+CHART_STATE = """JSON.stringify({
+  plotly: typeof Plotly === "object" ? Plotly.version : null,
+  charts: Array.from(document.querySelectorAll(".plotly-graph-div")).map(d => ({
+    id: d.id,
+    svg: d.querySelectorAll("svg.main-svg").length,
+    canvas: d.querySelectorAll("canvas").length,
+    traces: (d._fullData || []).length,
+    marks: d.querySelectorAll(".point, .trace path, .bars path").length,
+  })),
+})"""
+
+
+@pytest.mark.multiprocess
+def test_the_site_renders_in_headless_chromium(tmp_path: Path) -> None:
+    """`dlperf publish` builds the site; Chromium opens each page from disk: Plotly loaded,
+    every chart drew into its div, no console error, exception or failed load."""
+    import json
+
+    from browser import INSTALL_HINT, Browser, find_chromium
+
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip(f"no chromium: {INSTALL_HINT}")
+    pytest.importorskip("websocket", reason="pip install websocket-client (the test extra)")
+
+    write_results(tmp_path / "results")
+    done = subprocess.run(
+        [sys.executable, "-m", "dlperf", "publish", "--out", "site"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "2 pages, 4 charts, 12 result files" in done.stdout
+    site = tmp_path / "site"
+    with Browser(binary, tmp_path / "profile") as browser:
+        for name in ("index.html", "resnet50.html"):
+            expected = re.findall(r'id="([^"]+)" class="plotly-graph-div"', (
+                site / name).read_text())  # fmt: skip
+            browser.open(site / name)
+            ready = (
+                "Array.from(document.querySelectorAll('.plotly-graph-div'))"
+                ".every(d => d.querySelector('svg.main-svg'))"
+            )
+            browser.wait_for(ready)
+            state = json.loads(browser.evaluate(CHART_STATE))
+            assert state["plotly"], f"{name}: Plotly did not load"
+            assert [c["id"] for c in state["charts"]] == expected
+            for chart in state["charts"]:
+                assert chart["svg"] or chart["canvas"], f"{name}: {chart['id']} not drawn"
+                assert chart["traces"] >= 1 and chart["marks"] >= 1, chart
+            assert browser.errors == [], f"{name}: {browser.errors}"
+            if name != "index.html":
+                shot = browser.screenshot(tmp_path / f"{Path(name).stem}.png")
+                assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+                print(f"screenshot of {name}: {shot}")
