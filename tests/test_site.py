@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_report import BEST, make_result, sample_results
+from test_report import make_result, sample_results
 
 from dlperf import DlperfError
 from dlperf.report.markdown import render_model_report
@@ -22,7 +22,6 @@ from dlperf.report.site import (
     load_stored,
     markdown_html,
     render_model_page,
-    telemetry_rows,
     write_site,
 )
 from dlperf.schema import Result
@@ -211,37 +210,6 @@ def test_history_reads_the_history_modules_points_by_name() -> None:
     assert points[1].verdict == "improvement"
 
 
-def test_telemetry_and_energy_columns_when_results_carry_them() -> None:
-    """TELEMETRY's fields, as their model_dump gives them, are read by name."""
-    assert telemetry_rows(sample_results()) == ([], [])
-    r = make_result("pytorch", [100.0, 102.0, 101.0], practice=BEST)
-
-    def telemetry(energy: float, power_max: float, throttled: bool) -> dict:
-        return {
-            "device_kind": "cuda", "samples": 50,
-            "utilization_pct": {"min": 90.0, "mean": 97.0, "max": 100.0},
-            "power_w": {"min": 250.0, "mean": 300.0, "max": power_max},
-            "energy_j": energy, "energy_source": "nvml", "energy_note": None,
-            "throttled": throttled, "reasons": ["sw_power_cap"] if throttled else [],
-        }  # fmt: skip
-
-    repeats = [
-        rep.model_copy(update={"telemetry": telemetry(e, p, t)})
-        for rep, (e, p, t) in zip(
-            r.repeats,
-            [(40.0, 310.0, False), (42.0, 330.0, True), (41.0, 320.0, False)],
-            strict=True,
-        )
-    ]
-    metrics = r.metrics.model_copy(update={"samples_per_joule": 312.5})
-    header, rows = telemetry_rows([r.model_copy(update={"repeats": repeats, "metrics": metrics})])
-    assert header == ["configuration", "framework", "samples/J", "energy J (median repeat)",
-                      "source", "utilization_pct mean / max", "power_w mean / max",
-                      "throttled"]  # fmt: skip
-    assert rows[0][1:] == ["pytorch", "312.5", "41", "nvml", "97 / 100", "300 / 330",
-                           "yes (1/3 repeats: sw_power_cap)"]  # fmt: skip
-
-
 def test_publish_refuses_a_foreign_folder_and_prunes_its_own(tmp_path: Path) -> None:
     results = write_results(tmp_path / "results")
     foreign = tmp_path / "mine"
@@ -318,3 +286,28 @@ def test_the_site_renders_in_headless_chromium(tmp_path: Path) -> None:
                 shot = browser.screenshot(tmp_path / f"{Path(name).stem}.png")
                 assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
                 print(f"screenshot of {name}: {shot}")
+
+
+def test_a_page_shows_the_telemetry_table_and_the_samples_per_joule_chart(
+    tmp_path: Path,
+) -> None:
+    from dlperf.schema import MetricRange, Telemetry
+
+    r = make_result("pytorch", [100.0, 102.0, 101.0])
+    power = MetricRange(min=250.0, mean=300.0, max=320.0)
+    repeats = [
+        rep.model_copy(update={"telemetry": Telemetry(
+            device="cuda", devices=["GPU 0"], period_s=0.2, samples=50, power_w=power,
+            energy_j=40.0, energy_source="nvml", energy_method="counter")})
+        for rep in r.repeats
+    ]  # fmt: skip
+    metrics = r.metrics.model_copy(update={"samples_per_joule": 312.5})
+    measured = r.model_copy(update={"repeats": repeats, "metrics": metrics})
+    write_result(tmp_path / "results", measured)
+    stored = load_stored(tmp_path / "results")
+    page, charts = render_model_page(stored, "resnet50", history_from_results(
+        s.result for s in stored))  # fmt: skip
+    report = render_model_report([s.result for s in stored], "resnet50")
+    assert "## Telemetry" in report  # the report's own table, converted on the page
+    assert "<h2>Telemetry</h2>" in page and "<h2>Energy: samples per joule</h2>" in page
+    assert any(c.split("-")[1] == "energy" for c in charts)
