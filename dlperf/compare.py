@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,11 +65,20 @@ def values_of(result: Result) -> tuple[str, list[float], bool]:
     return "samples/s", [r.throughput for r in ok if r.throughput is not None], True
 
 
-def compare_results(a: Result, b: Result, threshold: float) -> Row | None:
-    metric, va, better_up = values_of(a)
-    _, vb, _ = values_of(b)
-    if not va or not vb:
-        return None
+@dataclass(frozen=True)
+class Verdict:
+    """B's repeats against A's: the change of the medians and whether it counts."""
+
+    change: float  # median(b) / median(a) - 1
+    test: str  # how significance was judged
+    p: float | None
+    significant: bool
+    verdict: str  # "regression", "improvement", "no change", "within noise"
+
+
+def judge(va: Sequence[float], vb: Sequence[float], higher_is_better: bool,
+          threshold: float) -> Verdict:  # fmt: skip
+    """The test of this module's docstring on two sides' repeat values (both non-empty)."""
     med_a, med_b = statistics.median(va), statistics.median(vb)
     change = med_b / med_a - 1
     p = None
@@ -79,23 +89,37 @@ def compare_results(a: Result, b: Result, threshold: float) -> Row | None:
         (low_a, high_a), (low_b, high_b) = mean_t_interval(va), mean_t_interval(vb)
         test = "95% CI overlap"  # of the means (module docstring)
         significant = high_a < low_b or high_b < low_a
-    worse = change < 0 if better_up else change > 0
+    worse = change < 0 if higher_is_better else change > 0
     if abs(change) <= threshold:
         verdict = "no change"
     elif not significant:
         verdict = "within noise"
     else:
         verdict = "regression" if worse else "improvement"
-    return Row(a.spec.config_key(), metric, better_up, med_a, med_b, change, test, p,
-               significant, verdict)  # fmt: skip
+    return Verdict(change, test, p, significant, verdict)
 
 
-def compare(a: Path, b: Path, threshold: float = 0.05) -> tuple[list[Row], list[str]]:
-    """Rows for the configurations both sides have, and notes on the ones only one has."""
+def compare_results(a: Result, b: Result, threshold: float) -> Row | None:
+    metric, va, better_up = values_of(a)
+    _, vb, _ = values_of(b)
+    if not va or not vb:
+        return None
+    v = judge(va, vb, better_up, threshold)
+    return Row(a.spec.config_key(), metric, better_up, statistics.median(va),
+               statistics.median(vb), v.change, v.test, v.p, v.significant,
+               v.verdict)  # fmt: skip
+
+
+def check_threshold(threshold: float) -> None:
     if not (math.isfinite(threshold) and 0 <= threshold < 1):
         raise DlperfError(
             f"--threshold {threshold} must be a fraction in [0, 1), such as 0.05 for 5 %"
         )
+
+
+def compare(a: Path, b: Path, threshold: float = 0.05) -> tuple[list[Row], list[str]]:
+    """Rows for the configurations both sides have, and notes on the ones only one has."""
+    check_threshold(threshold)
     import pandas as pd
 
     sides = [pd.DataFrame({"key": list(side), "result": list(side.values())})

@@ -28,7 +28,10 @@ from dlperf import DlperfError
 #    its own rule, beside dlperf's, for the result and for each repeat (FAMBench scores each log
 #    on its own); source.profile, the official manifests' profile (all optional: a version-4
 #    file upgrades unchanged, its official results in profile dlperf-2020)
-SCHEMA_VERSION = 5
+# 6: environment.dlperf_commit / dlperf_dirty (dlperf's own checkout, None from a wheel) and
+#    workdir_commit / workdir_dirty (the git repository dlperf ran in, if any); all optional:
+#    a version-5 file upgrades unchanged
+SCHEMA_VERSION = 6
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
@@ -400,6 +403,13 @@ class Environment(_Frozen):
     device_name: str | None = None
     threads: int | None = None  # the workload's CPU threads (its start line), where it says
     env_vars: dict[str, str] = Field(default_factory=dict)
+    # Git commits (full hashes) of the run's context (gitinfo.provenance): dlperf's own checkout
+    # when it ran from one (None from an installed wheel), and the repository of the folder
+    # dlperf ran in, if any; *_dirty: tracked files differed from that commit (None: unknown).
+    dlperf_commit: str | None = None
+    dlperf_dirty: bool | None = None
+    workdir_commit: str | None = None
+    workdir_dirty: bool | None = None
 
 
 class SourceInfo(_Frozen):

@@ -16,7 +16,15 @@ from dlperf.assemble import build_result
 from dlperf.cli import app
 from dlperf.compare import compare
 from dlperf.report.suites import fambench_table, superbench_metrics, superbench_tags
-from dlperf.schema import BenchmarkSpec, Environment, JobInfo, Repeat, RepeatStatus, Window
+from dlperf.schema import (
+    SCHEMA_VERSION,
+    BenchmarkSpec,
+    Environment,
+    JobInfo,
+    Repeat,
+    RepeatStatus,
+    Window,
+)
 from dlperf.stats import mann_whitney_p, smallest_p
 from dlperf.store import load_result, write_result
 from dlperf.superbench import SB_PERCENTILES, nearest_percentile
@@ -163,7 +171,7 @@ def test_a_version_3_file_gets_the_medians_interval_recomputed(tmp_path: Path) -
     t.update(ci_low=mean - half, ci_high=mean + half)
     path.write_text(json.dumps({**old, "schema_version": 3}))
     loaded = load_result(path)
-    assert loaded.schema_version == 5 and loaded == seven
+    assert loaded.schema_version == SCHEMA_VERSION and loaded == seven
     three = result("resnet50", [100.0, 101.0, 99.0])
     path = write_result(tmp_path, three)
     old = json.loads(path.read_text())
@@ -749,11 +757,11 @@ def test_fambench_imports_flow_through_report_export_compare_score(
     assert out.exit_code == 0 and "score 1000.0" in out.output, out.output
 
 
-def test_a_version_4_result_loads_as_version_5(tmp_path: Path) -> None:
+def test_a_version_4_result_loads_as_the_current_version(tmp_path: Path) -> None:
     path = write_result(tmp_path, result("resnet50", [100.0]))
     data = json.loads(path.read_text())
     for r in data["repeats"]:
         del r["peer"]
     del data["metrics"]["peer"]
     path.write_text(json.dumps({**data, "schema_version": 4}))
-    assert load_result(path).schema_version == 5
+    assert load_result(path).schema_version == SCHEMA_VERSION

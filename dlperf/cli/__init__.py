@@ -63,6 +63,7 @@ app.command()(results.report)
 app.command()(results.export)
 app.command()(results.score)
 app.command()(results.compare)
+app.command()(results.history)
 app.command()(checks.doctor)
 
 
