@@ -66,6 +66,15 @@ def values_of(result: Result) -> tuple[str, list[float], bool]:
 
 
 @dataclass(frozen=True)
+class Significance:
+    """Whether two sides' repeat values differ, by the test of this module's docstring."""
+
+    test: str
+    p: float | None
+    significant: bool
+
+
+@dataclass(frozen=True)
 class Verdict:
     """B's repeats against A's: the change of the medians and whether it counts."""
 
@@ -76,27 +85,37 @@ class Verdict:
     verdict: str  # "regression", "improvement", "no change", "within noise"
 
 
-def judge(va: Sequence[float], vb: Sequence[float], higher_is_better: bool,
-          threshold: float) -> Verdict:  # fmt: skip
-    """The test of this module's docstring on two sides' repeat values (both non-empty)."""
-    med_a, med_b = statistics.median(va), statistics.median(vb)
-    change = med_b / med_a - 1
-    p = None
+def significance(va: Sequence[float], vb: Sequence[float]) -> Significance:
+    """The exact Mann-Whitney U test, or the t-intervals' fallback when the repeat counts are
+    too small for it to reach ALPHA (both sides non-empty). `dlperf.index` keeps this per pair
+    of result files: bump index.INDEX_FORMAT whenever the test changes."""
     if smallest_p(len(va), len(vb)) <= ALPHA:
         p = mann_whitney_p(va, vb)
-        test, significant = "Mann-Whitney U", p <= ALPHA
-    else:
-        (low_a, high_a), (low_b, high_b) = mean_t_interval(va), mean_t_interval(vb)
-        test = "95% CI overlap"  # of the means (module docstring)
-        significant = high_a < low_b or high_b < low_a
+        return Significance("Mann-Whitney U", p, p <= ALPHA)
+    (low_a, high_a), (low_b, high_b) = mean_t_interval(va), mean_t_interval(vb)
+    # "95% CI overlap": of the means (module docstring)
+    return Significance("95% CI overlap", None, high_a < low_b or high_b < low_a)
+
+
+def judge(
+    va: Sequence[float],
+    vb: Sequence[float],
+    higher_is_better: bool,
+    threshold: float,
+    known: Significance | None = None,
+) -> Verdict:
+    """B's values against A's (both non-empty): a change beyond `threshold` that is significant
+    is an improvement or a regression. `known`: `significance(va, vb)` computed earlier."""
+    sig = known or significance(va, vb)
+    change = statistics.median(vb) / statistics.median(va) - 1
     worse = change < 0 if higher_is_better else change > 0
     if abs(change) <= threshold:
         verdict = "no change"
-    elif not significant:
+    elif not sig.significant:
         verdict = "within noise"
     else:
         verdict = "regression" if worse else "improvement"
-    return Verdict(change, test, p, significant, verdict)
+    return Verdict(change, sig.test, sig.p, sig.significant, verdict)
 
 
 def compare_results(a: Result, b: Result, threshold: float) -> Row | None:

@@ -20,7 +20,7 @@ from itertools import groupby
 from pathlib import Path
 
 from dlperf import DlperfError
-from dlperf.compare import check_threshold, judge
+from dlperf.compare import Significance, check_threshold, judge, significance
 from dlperf.index import IndexedResult, Refresh, open_index
 from dlperf.store import SkippedResult
 
@@ -152,13 +152,21 @@ def history(
     try:
         rows = index.query(frameworks=f.frameworks, models=f.models, contains=f.contains,
                            since=since, until=until)  # fmt: skip
+        plan = [pair for _key, group in groupby(rows, key=lambda r: r.config_key)
+                for pair in with_baselines(list(group), last)]  # fmt: skip
+        # compare's test for each pair, kept in the index: a long history is tested once.
+        judged = [(base, row) for row, base in plan if row.values and base and base.values]
+        known = index.significances(judged)
+        new = [(base, row, significance(base.values, row.values)) for base, row in judged
+               if (base.path, row.path) not in known]  # fmt: skip
+        index.remember_significances(new)
+        known.update({(base.path, row.path): sig for base, row, sig in new})
     finally:
         index.close()
     for _path, error in refresh.skipped:
         warnings.warn(f"skipped {error}", SkippedResult, stacklevel=2)
-    points: list[HistoryPoint] = []
-    for _key, group in groupby(rows, key=lambda r: r.config_key):
-        points += config_history(list(group), threshold, last)
+    points = [_point(row, base, threshold, known.get((base.path, row.path)) if base else None)
+              for row, base in plan]  # fmt: skip
     return points, refresh
 
 
@@ -173,30 +181,41 @@ def history_points(
     return history(results_dir, filters, threshold=threshold, last=last)[0]
 
 
+def with_baselines(
+    rows: Sequence[IndexedResult], last: int | None = None
+) -> list[tuple[IndexedResult, IndexedResult | None]]:
+    """One configuration's rows (in time order), each with its baseline (module docstring);
+    `last`: only the newest `last` rows, their baselines found among all."""
+    pairs: list[tuple[IndexedResult, IndexedResult | None]] = []
+    measured: IndexedResult | None = None  # the newest earlier row with ok repeats
+    for i, row in enumerate(rows):
+        previous = rows[i - 1] if i else None
+        pairs.append((row, (measured or previous) if row.values else previous))
+        if row.values:
+            measured = row
+    return pairs if last is None else pairs[max(0, len(pairs) - last) :]
+
+
 def config_history(
     rows: Sequence[IndexedResult], threshold: float = 0.05, last: int | None = None
 ) -> list[HistoryPoint]:
     """One configuration's rows (in time order) as judged points; `last`: the newest only."""
-    baselines: list[IndexedResult | None] = []
-    measured: IndexedResult | None = None  # the newest earlier row with ok repeats
-    for i, row in enumerate(rows):
-        previous = rows[i - 1] if i else None
-        baselines.append((measured or previous) if row.values else previous)
-        if row.values:
-            measured = row
-    start = 0 if last is None else max(0, len(rows) - last)
-    return [_point(row, base, threshold) for row, base in
-            zip(rows[start:], baselines[start:], strict=True)]  # fmt: skip
+    return [_point(row, base, threshold) for row, base in with_baselines(rows, last)]
 
 
-def _point(row: IndexedResult, base: IndexedResult | None, threshold: float) -> HistoryPoint:
+def _point(
+    row: IndexedResult,
+    base: IndexedResult | None,
+    threshold: float,
+    known: Significance | None = None,
+) -> HistoryPoint:
     change = test = p = significant = None
     if not row.values:
         verdict = FAILED
     elif base is None or not base.values:
         verdict = FIRST
     else:
-        judged = judge(base.values, row.values, row.higher_is_better, threshold)
+        judged = judge(base.values, row.values, row.higher_is_better, threshold, known)
         change, test, p = judged.change, judged.test, judged.p
         significant, verdict = judged.significant, judged.verdict
     return HistoryPoint(

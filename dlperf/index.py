@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dlperf import DlperfError
-from dlperf.compare import values_of
+from dlperf.compare import Significance, values_of
 from dlperf.schema import SCHEMA_VERSION, Result
 from dlperf.store import iter_result_paths, load_result
 
@@ -75,6 +75,7 @@ class IndexedResult:
     """One result as the index holds it (`values`: the ok repeats', compare.values_of's)."""
 
     path: str  # relative to the results folder: <config_key>/<id>.json
+    stamp: str  # "mtime_ns:size:inode" of the file the row was read from
     config_key: str
     id: str
     created: str
@@ -173,6 +174,11 @@ _CREATE = (
     + ", ".join(f"{name} {kind}" for name, kind in FIELDS)
     + ")",
     "CREATE INDEX IF NOT EXISTS results_by_config ON results (config_key, created_utc, id)",
+    # compare.significance of two files' values (a: the baseline), valid while both stamps hold
+    "CREATE TABLE IF NOT EXISTS significance (a_path TEXT NOT NULL, a_stamp TEXT NOT NULL, "
+    "b_path TEXT NOT NULL, b_stamp TEXT NOT NULL, test TEXT NOT NULL, p REAL, "
+    "significant INTEGER NOT NULL, PRIMARY KEY (a_path, b_path))",
+    "CREATE INDEX IF NOT EXISTS significance_by_b ON significance (b_path)",
 )
 
 
@@ -240,6 +246,7 @@ class ResultIndex:
             stored = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             if stored is None or stored[0] != _format_key():
                 conn.execute("DELETE FROM results")  # rows of another format: read again
+                conn.execute("DELETE FROM significance")
                 conn.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('format', ?)",
                     (_format_key(),),
@@ -300,6 +307,10 @@ class ResultIndex:
             removed = [path for path in known if path not in on_disk]
             stale = [path for path, st in on_disk.items() if known.get(path) != st]
             conn.executemany("DELETE FROM results WHERE path = ?", [(p,) for p in removed])
+            # Kept tests of files removed or changed no longer hold (their stamps would not
+            # match either: this keeps the table from growing).
+            conn.executemany("DELETE FROM significance WHERE a_path = ? OR b_path = ?",
+                             [(p, p) for p in (*removed, *stale)])  # fmt: skip
             columns = ("path", "mtime_ns", "size", "inode", "error", *FIELD_NAMES)
             insert = (
                 f"INSERT OR REPLACE INTO results ({', '.join(columns)}) "
@@ -360,7 +371,8 @@ class ResultIndex:
             where.append("created_utc <= ?")
             args.append(until)
         rows = self.conn.execute(
-            f"SELECT path, {', '.join(FIELD_NAMES)} FROM results WHERE {' AND '.join(where)} "
+            "SELECT path, mtime_ns || ':' || size || ':' || inode, "
+            f"{', '.join(FIELD_NAMES)} FROM results WHERE {' AND '.join(where)} "
             "ORDER BY config_key, created_utc, id",
             args,
         )
@@ -368,12 +380,56 @@ class ResultIndex:
 
     @staticmethod
     def _indexed(row: Sequence[object]) -> IndexedResult:
-        data = dict(zip(("path", *FIELD_NAMES), row, strict=True))
+        data = dict(zip(("path", "stamp", *FIELD_NAMES), row, strict=True))
         data["values"] = tuple(json.loads(data.pop("values_json")))  # type: ignore[arg-type]
         data["higher_is_better"] = bool(data["higher_is_better"])
         for name in ("dlperf_dirty", "workdir_dirty"):
             data[name] = _bool(data[name])  # type: ignore[arg-type]
         return IndexedResult(**data)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ compare's test, kept
+
+    def significances(
+        self, pairs: Iterable[tuple[IndexedResult, IndexedResult]]
+    ) -> dict[tuple[str, str], Significance]:
+        """compare.significance of each (baseline, result) pair computed by an earlier call,
+        by their paths, where neither file changed since."""
+        wanted = {(a.path, b.path): (a.stamp, b.stamp) for a, b in pairs}
+        if not wanted:
+            return {}
+        found = {}
+        rows = self.conn.execute(
+            "SELECT a_path, a_stamp, b_path, b_stamp, test, p, significant FROM significance"
+        )
+        for a_path, a_stamp, b_path, b_stamp, test, p, significant in rows:
+            if wanted.get((a_path, b_path)) == (a_stamp, b_stamp):
+                found[a_path, b_path] = Significance(test, p, bool(significant))
+        return found
+
+    def remember_significances(
+        self, found: Iterable[tuple[IndexedResult, IndexedResult, Significance]]
+    ) -> None:
+        """Keep computed significances for the next call; best effort: an index that cannot
+        be written (locked past the timeout, a full disk) just computes them again."""
+        rows = [(a.path, a.stamp, b.path, b.stamp, s.test, s.p, int(s.significant))
+                for a, b, s in found]  # fmt: skip
+        if not rows:
+            return
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO significance (a_path, a_stamp, b_path, b_stamp, "
+                    "test, p, significant) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                self.conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            pass
 
 
 def open_index(results_dir: Path, *, in_memory: bool = False) -> tuple[ResultIndex, Refresh]:

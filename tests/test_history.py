@@ -238,6 +238,21 @@ def test_history_verdicts_use_compares_test(tmp_path: Path) -> None:
     assert points[5].change == pytest.approx(1.02 / 0.81 - 1)
 
 
+def test_history_keeps_compares_test_per_pair_of_files(tmp_path: Path) -> None:
+    made = timeline(tmp_path)
+    first = history_points(tmp_path)
+    with sqlite3.connect(tmp_path / INDEX_FILE) as conn:
+        kept = conn.execute("SELECT a_path, b_path, test FROM significance").fetchall()
+    assert len(kept) == 4  # the pairs with ok repeats on both sides
+    assert history_points(tmp_path) == first  # the kept tests give the same points
+    # A file rewritten: its pairs are tested again, on its new numbers.
+    store(tmp_path, result([v * 0.5 for v in BASE], when=made[1].created, rid=made[1].id))
+    again = history_points(tmp_path)
+    assert [p.verdict for p in again][:3] == ["first", "regression", "improvement"]
+    with sqlite3.connect(tmp_path / INDEX_FILE) as conn:
+        assert conn.execute("SELECT count(*) FROM significance").fetchone() == (4,)
+
+
 def test_history_with_three_repeats_falls_back_to_the_intervals(tmp_path: Path) -> None:
     store(tmp_path, result([100.0, 101.0, 99.0], when="2025-02-01T00:00:00+00:00"),
           result([90.0, 91.0, 89.0], when="2025-02-02T00:00:00+00:00"),
