@@ -12,6 +12,7 @@ repeats or fewer) to be an improvement or a regression. A point without an ok re
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -117,7 +118,7 @@ def parse_when(text: str, *, end_of_day: bool = False) -> str:
     """`--since` / `--until` text as the index's UTC ISO time: a date (its start, or with
     `end_of_day` its last second) or a date and time (without a zone: UTC)."""
     try:
-        when = datetime.fromisoformat(text.strip())
+        when = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", text.strip()))  # 3.10: no Z
     except ValueError:
         raise DlperfError(
             f"{text!r} is not a date or time; give ISO 8601, e.g. 2025-01-31 or "

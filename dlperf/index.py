@@ -14,7 +14,8 @@ refreshing at once take turns, and a reader sees the index before or after, neve
 refresh. A folder dlperf cannot write (read-only, another user's) still works: the index is
 then built in memory, starting from the stored one when it can be read. A corrupt index file is
 removed and rebuilt. Its name starts with a dot and it sits at the top of the folder, where
-`store.iter_result_paths` (``*/*.json``, dot-files skipped) never looks.
+`store.iter_result_paths` (``*/*.json``, dot-files skipped) never looks; a ``.gitignore`` is
+written beside it (unless the folder has one) so that committed results leave it out.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import statistics
 from collections.abc import Iterable, Sequence
@@ -31,6 +33,7 @@ from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.compare import Significance, values_of
+from dlperf.files import atomic_write
 from dlperf.schema import SCHEMA_VERSION, Result
 from dlperf.store import iter_result_paths, load_result
 
@@ -119,7 +122,7 @@ class Refresh:
 def utc_iso(created: str) -> str:
     """A result's `created` in UTC, ISO 8601 to the second (a time without zone is UTC)."""
     try:
-        when = datetime.fromisoformat(created)
+        when = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", created))  # 3.10: no Z
     except ValueError:
         return created  # not a time: kept as written, sorted as text
     if when.tzinfo is None:
@@ -238,6 +241,8 @@ class ResultIndex:
         return self._open_memory()
 
     def _open_file(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            self._ignore_in_git()
         conn = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -256,6 +261,15 @@ class ResultIndex:
             conn.close()
             raise
         return conn
+
+    def _ignore_in_git(self) -> None:
+        """A team that commits its results should not commit the index (a cache that changes
+        with every read): a `.gitignore` beside it says so, unless the folder has its own."""
+        ignore = self.results_dir / ".gitignore"
+        if not ignore.exists():
+            with contextlib.suppress(OSError, DlperfError):
+                atomic_write(ignore, f"# dlperf's index of these results, rebuilt when needed\n"
+                                     f"/{INDEX_FILE}*\n")  # fmt: skip
 
     def _open_memory(self) -> sqlite3.Connection:
         conn = sqlite3.connect(":memory:", isolation_level=None)

@@ -106,9 +106,27 @@ def test_index_follows_added_changed_and_removed_files(tmp_path: Path) -> None:
     assert sorted(rows) == sorted([a.id, b.id, d.id])
     assert rows[b.id].median == 80.0 and rows[b.id].values == (80.0,) * 7
     assert rows[d.id].median == 50.0 and rows[a.id].median == 100.0 and rows[a.id].n == 7
-    # The index is no result: the folder's readers never see it.
+    # The index is no result: the folder's readers never see it, nor does git.
     assert all(p.suffix == ".json" for p in iter_result_paths(tmp_path))
     assert len(load_results(tmp_path)) == 3
+    assert "/.index.sqlite*" in (tmp_path / ".gitignore").read_text()
+
+
+@needs_git
+def test_committed_results_leave_the_index_out(tmp_path: Path) -> None:
+    new_repo(tmp_path)
+    store(tmp_path / "results", result(BASE, when="2025-01-01T10:00:00+00:00"))
+    history_points(tmp_path / "results")
+    untracked = git(tmp_path, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert sorted(line[3:] for line in untracked) == [
+        "results/.gitignore",
+        f"results/{result(BASE, when='2025-01-01T10:00:00+00:00').spec.config_key()}/"
+        "20250101T100000Z-pytres.json",
+    ]
+    (tmp_path / "own").mkdir()
+    (tmp_path / "own" / ".gitignore").write_text("mine\n")
+    history_points(tmp_path / "own")
+    assert (tmp_path / "own" / ".gitignore").read_text() == "mine\n"  # never replaced
 
 
 def test_index_keeps_an_unreadable_file_as_skipped_until_it_changes(tmp_path: Path) -> None:
