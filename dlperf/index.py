@@ -275,7 +275,8 @@ class ResultIndex:
         conn = sqlite3.connect(":memory:", isolation_level=None)
         if self.path.is_file():  # start from the stored rows where they can be read
             try:
-                stored = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+                uri = self.path.resolve().as_uri() + "?mode=ro"  # as_uri escapes ? # %
+                stored = sqlite3.connect(uri, uri=True)
                 try:
                     row = stored.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
                     if row is not None and row[0] == _format_key():
@@ -300,7 +301,7 @@ class ResultIndex:
 
     @property
     def location(self) -> str:
-        return "memory (the results folder is not writable)" if self.in_memory else str(self.path)
+        return "memory only (not stored)" if self.in_memory else str(self.path)
 
     # ------------------------------------------------------------------ refreshing
 
