@@ -163,8 +163,11 @@ def described_workload(repeats: list[Repeat]) -> dict[str, Any]:
     return ok[0].workload if ok else (checked[0].workload if checked else {})
 
 
-def imported_environment(workload: dict[str, Any]) -> Environment:
-    """A log from another machine: only what the log says."""
+def imported_environment(
+    workload: dict[str, Any], commits: dict[str, str | bool | None] | None = None
+) -> Environment:
+    """A log from another machine: only what the log says, and `commits`, the import's own
+    context (gitinfo.provenance: dlperf's checkout and the folder it was imported from)."""
     return Environment(
         dlperf_version=__version__,
         host="unknown (imported log)",
@@ -172,6 +175,7 @@ def imported_environment(workload: dict[str, Any]) -> Environment:
         python=workload.get("python"),
         framework_version=workload.get("framework_version"),
         device_name=workload.get("device_name"),
+        **(commits or {}),
     )
 
 

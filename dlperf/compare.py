@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,38 +65,80 @@ def values_of(result: Result) -> tuple[str, list[float], bool]:
     return "samples/s", [r.throughput for r in ok if r.throughput is not None], True
 
 
+@dataclass(frozen=True)
+class Significance:
+    """Whether two sides' repeat values differ, by the test of this module's docstring."""
+
+    test: str
+    p: float | None
+    significant: bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """B's repeats against A's: the change of the medians and whether it counts."""
+
+    change: float  # median(b) / median(a) - 1
+    test: str  # how significance was judged
+    p: float | None
+    significant: bool
+    verdict: str  # "regression", "improvement", "no change", "within noise"
+
+
+def significance(va: Sequence[float], vb: Sequence[float]) -> Significance:
+    """The exact Mann-Whitney U test, or the t-intervals' fallback when the repeat counts are
+    too small for it to reach ALPHA (both sides non-empty). `dlperf.index` keeps this per pair
+    of result files: bump index.INDEX_FORMAT whenever the test changes."""
+    if smallest_p(len(va), len(vb)) <= ALPHA:
+        p = mann_whitney_p(va, vb)
+        return Significance("Mann-Whitney U", p, p <= ALPHA)
+    (low_a, high_a), (low_b, high_b) = mean_t_interval(va), mean_t_interval(vb)
+    # "95% CI overlap": of the means (module docstring)
+    return Significance("95% CI overlap", None, high_a < low_b or high_b < low_a)
+
+
+def judge(
+    va: Sequence[float],
+    vb: Sequence[float],
+    higher_is_better: bool,
+    threshold: float,
+    known: Significance | None = None,
+) -> Verdict:
+    """B's values against A's (both non-empty): a change beyond `threshold` that is significant
+    is an improvement or a regression. `known`: `significance(va, vb)` computed earlier."""
+    sig = known or significance(va, vb)
+    change = statistics.median(vb) / statistics.median(va) - 1
+    worse = change < 0 if higher_is_better else change > 0
+    if abs(change) <= threshold:
+        verdict = "no change"
+    elif not sig.significant:
+        verdict = "within noise"
+    else:
+        verdict = "regression" if worse else "improvement"
+    return Verdict(change, sig.test, sig.p, sig.significant, verdict)
+
+
 def compare_results(a: Result, b: Result, threshold: float) -> Row | None:
     metric, va, better_up = values_of(a)
     _, vb, _ = values_of(b)
     if not va or not vb:
         return None
-    med_a, med_b = statistics.median(va), statistics.median(vb)
-    change = med_b / med_a - 1
-    p = None
-    if smallest_p(len(va), len(vb)) <= ALPHA:
-        p = mann_whitney_p(va, vb)
-        test, significant = "Mann-Whitney U", p <= ALPHA
-    else:
-        (low_a, high_a), (low_b, high_b) = mean_t_interval(va), mean_t_interval(vb)
-        test = "95% CI overlap"  # of the means (module docstring)
-        significant = high_a < low_b or high_b < low_a
-    worse = change < 0 if better_up else change > 0
-    if abs(change) <= threshold:
-        verdict = "no change"
-    elif not significant:
-        verdict = "within noise"
-    else:
-        verdict = "regression" if worse else "improvement"
-    return Row(a.spec.config_key(), metric, better_up, med_a, med_b, change, test, p,
-               significant, verdict)  # fmt: skip
+    v = judge(va, vb, better_up, threshold)
+    return Row(a.spec.config_key(), metric, better_up, statistics.median(va),
+               statistics.median(vb), v.change, v.test, v.p, v.significant,
+               v.verdict)  # fmt: skip
 
 
-def compare(a: Path, b: Path, threshold: float = 0.05) -> tuple[list[Row], list[str]]:
-    """Rows for the configurations both sides have, and notes on the ones only one has."""
+def check_threshold(threshold: float) -> None:
     if not (math.isfinite(threshold) and 0 <= threshold < 1):
         raise DlperfError(
             f"--threshold {threshold} must be a fraction in [0, 1), such as 0.05 for 5 %"
         )
+
+
+def compare(a: Path, b: Path, threshold: float = 0.05) -> tuple[list[Row], list[str]]:
+    """Rows for the configurations both sides have, and notes on the ones only one has."""
+    check_threshold(threshold)
     import pandas as pd
 
     sides = [pd.DataFrame({"key": list(side), "result": list(side.values())})

@@ -29,8 +29,10 @@ from dlperf import DlperfError
 #    on its own); source.profile, the official manifests' profile (all optional: a version-4
 #    file upgrades unchanged, its official results in profile dlperf-2020)
 # 6: repeat.telemetry (device utilization, clocks, memory, power, temperature, energy and
-#    throttling over the measured window, sampled by the host) and metrics.samples_per_joule
-#    (all optional: a version-5 file upgrades unchanged)
+#    throttling over the measured window, sampled by the host), metrics.samples_per_joule, and
+#    environment.dlperf_commit / dlperf_dirty (dlperf's own checkout, None from a wheel) and
+#    workdir_commit / workdir_dirty (the git repository dlperf ran in, if any); all optional:
+#    a version-5 file upgrades unchanged
 SCHEMA_VERSION = 6
 
 MODES = ("train", "infer")
@@ -445,6 +447,13 @@ class Environment(_Frozen):
     device_name: str | None = None
     threads: int | None = None  # the workload's CPU threads (its start line), where it says
     env_vars: dict[str, str] = Field(default_factory=dict)
+    # Git commits (full hashes) of the run's context (gitinfo.provenance): dlperf's own checkout
+    # when it ran from one (None from an installed wheel), and the repository of the folder
+    # dlperf ran in, if any; *_dirty: tracked files differed from that commit (None: unknown).
+    dlperf_commit: str | None = None
+    dlperf_dirty: bool | None = None
+    workdir_commit: str | None = None
+    workdir_dirty: bool | None = None
 
 
 class SourceInfo(_Frozen):

@@ -53,7 +53,7 @@ def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:
             data["metrics"] = _median_intervals(data["metrics"])
     if data["schema_version"] == 4:  # 5 only added optional fields (metrics.peer, repeat.peer)
         data = {**data, "schema_version": 5}
-    if data["schema_version"] == 5:  # 6 only added optional fields (telemetry, samples/J)
+    if data["schema_version"] == 5:  # 6 only added optional fields (telemetry, commits)
         data = {**data, "schema_version": 6}
     return data
 

@@ -27,6 +27,7 @@ import psutil
 
 from dlperf import __version__
 from dlperf.files import StorageError, atomic_write_json, dlperf_home
+from dlperf.gitinfo import provenance
 from dlperf.redact import redact_env
 from dlperf.schema import BenchmarkSpec, Environment, JobInfo
 
@@ -618,6 +619,7 @@ def run_environment(
         device_name=workload.get("device_name"),
         threads=workload.get("threads") or None,
         env_vars=captured_env_vars(),
+        **provenance(),
     )
 
 

@@ -64,6 +64,7 @@ app.command()(results.publish)
 app.command()(results.export)
 app.command()(results.score)
 app.command()(results.compare)
+app.command()(results.history)
 app.command()(checks.doctor)
 
 

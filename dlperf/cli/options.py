@@ -315,3 +315,36 @@ EnvDevice = Annotated[Literal[DEVICES], typer.Option(help="Variant: cpu or cuda.
 Rebuild = Annotated[bool, typer.Option(help="Remove and rebuild even if ready.")]
 Refetch = Annotated[bool, typer.Option(help="Remove and fetch again even if ready.")]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Remove without asking.")]
+ConfigContains = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--config",
+        metavar="TEXT",
+        help="Only configurations whose key contains this text (repeatable: all of them).",
+    ),
+]
+Since = Annotated[
+    str | None,
+    typer.Option(
+        metavar="WHEN",
+        help="Only results created at or after this ISO 8601 date or time (no zone: UTC).",
+    ),
+]
+Until = Annotated[
+    str | None,
+    typer.Option(
+        metavar="WHEN",
+        help="Only results created up to this date (the whole day) or time.",
+    ),
+]
+HistoryLast = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        help="Show each configuration's newest N points (judged against the points before).",
+    ),
+]
+HistoryJson = Annotated[
+    bool,
+    typer.Option("--json", help="Print the points as JSON on stdout; the tables on stderr."),
+]

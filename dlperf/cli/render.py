@@ -207,3 +207,74 @@ def print_peak(info: dict, peak: dict) -> None:
             "  [yellow]measured under load: not cached and not used for MFU[/]; run "
             "`dlperf doctor --measure-peak` again when the machine is idle"
         )
+
+
+VERDICT_STYLES = {
+    "regression": "bold red",
+    "improvement": "bold green",
+    "within noise": "yellow",
+    "no change": "dim",
+    "failed": "red",
+    "first": "dim",
+}
+
+
+def history_tables(points) -> list[Table]:
+    """One table per configuration: its points over time, what changed, the verdicts."""
+    from itertools import groupby
+
+    from dlperf.history import commit_label
+
+    tables = []
+    for key, group in groupby(points, key=lambda p: p.config_key):
+        group = list(group)
+        rows = [_history_row(p, commit_label) for p in group]
+        # Columns no point fills (commits before they were recorded, nothing changed) go.
+        names = ["created", "result", "median", "n", "change", "verdict", "versions",
+                 "commits", "changed since"]  # fmt: skip
+        keep = [i for i, name in enumerate(names) if i < 6 or any(r[i] != "–" for r in rows)]
+        table = Table(title=esc(key), title_justify="left")
+        for i in keep:
+            table.add_column(names[i], justify="right" if names[i] in ("median", "n", "change")
+                             else "left", overflow="fold")  # fmt: skip
+        for row in rows:
+            table.add_row(*(row[i] for i in keep))
+        tables.append(table)
+    return tables
+
+
+def _history_row(p, commit_label) -> list[str]:
+    style = VERDICT_STYLES.get(p.verdict, "")
+    verdict = f"[{style}]{esc(p.verdict)}[/]" if style else esc(p.verdict)
+    if p.p is not None:
+        verdict += f" (p {p.p:.2g})"
+    median = f"{p.median:.4g} {p.unit}" if p.median is not None else p.status
+    versions = " · ".join(
+        f"{name} {value}"
+        for name, value in (
+            ("fw", p.framework_version),
+            ("py", p.python),
+            ("dlperf", p.dlperf_version),
+        )  # fmt: skip
+        if value
+    )
+    commits = " · ".join(
+        f"{name}@{label}"
+        for name, label in (
+            ("dlperf", commit_label(p.dlperf_commit, p.dlperf_dirty)),
+            ("workdir", commit_label(p.workdir_commit, p.workdir_dirty)),
+            ("upstream", commit_label(p.source_commit, None)),
+        )
+        if label
+    )
+    return [
+        esc(p.created.replace("T", " ")[:16]),
+        esc(p.result_id),
+        esc(median),
+        str(p.n),
+        f"{p.change:+.1%}" if p.change is not None else "–",
+        verdict,
+        esc(versions) or "–",
+        esc(commits) or "–",
+        esc("; ".join(p.changes)) or "–",
+    ]

@@ -1,5 +1,5 @@
 """Commands over stored results: parse (import logs made elsewhere), report, export, score,
-compare."""
+compare, history."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ from rich.markup import escape as esc
 
 import dlperf.cli.options as o
 from dlperf import DlperfError
-from dlperf.cli.render import console, err, headline, print_json, score_tables
+from dlperf.cli.render import (
+    console,
+    err,
+    headline,
+    history_tables,
+    print_json,
+    score_tables,
+)
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
 
@@ -290,3 +297,55 @@ def compare(
         atomic_write(out, text)
     if any(r.verdict == "regression" for r in rows):
         raise typer.Exit(2)
+
+
+def history(
+    framework: o.OnlyFrameworks = None,
+    model: o.OnlyModels = None,
+    config: o.ConfigContains = None,
+    since: o.Since = None,
+    until: o.Until = None,
+    last: o.HistoryLast = None,
+    threshold: o.Threshold = 0.05,
+    results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
+    json_out: o.HistoryJson = False,
+) -> None:
+    """Each configuration's results over time: medians, versions and commits, what changed
+    between points, and each change judged by `dlperf compare`'s test."""
+    from dlperf.history import HistoryFilters
+    from dlperf.history import history as history_of
+    from dlperf.store import iter_result_paths
+
+    if not iter_result_paths(results_dir):
+        raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
+    filters = HistoryFilters(
+        frameworks=tuple(framework or ()),
+        models=tuple(model or ()),
+        contains=tuple(config or ()),
+        since=since,
+        until=until,
+    )
+    points, refresh = history_of(results_dir, filters, threshold=threshold, last=last)
+    if not points:
+        raise DlperfError(f"no results in {results_dir} match these filters")
+    out = err if json_out else console  # with --json, stdout is the JSON alone
+    for table in history_tables(points):
+        out.print(table)
+    configs = len({p.config_key for p in points})
+    flagged = [p for p in points if p.verdict in ("regression", "improvement")]
+    out.print(
+        f"{len(points)} point(s) of {configs} configuration(s); {len(flagged)} significant "
+        f"change(s) beyond {threshold:.0%} (compare's test); index {refresh.location}: "
+        f"{refresh.files} file(s), {refresh.added} added, {refresh.changed} re-read, "
+        f"{refresh.removed} removed",
+        highlight=False,
+        markup=False,
+    )
+    if json_out:
+        print_json(
+            {
+                "threshold": threshold,
+                "filters": asdict(filters),
+                "points": [asdict(p) for p in points],
+            }
+        )

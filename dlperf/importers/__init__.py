@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dlperf import system
 from dlperf.assemble import build_result, described_workload, imported_environment, new_result_id
+from dlperf.gitinfo import provenance
 from dlperf.schema import BenchmarkSpec, Repeat, Result, SourceInfo
 
 
@@ -35,7 +36,7 @@ def imported_result(
         spec,
         new_result_id(),
         repeats,
-        environment=imported_environment(workload),
+        environment=imported_environment(workload, provenance()),
         peak=peak,
         source=source,
         imported=True,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 from dlperf.files import atomic_write, check_writable, replaced
+from dlperf.gitinfo import last_commit_touching
 from dlperf.models import MODELS
 from dlperf.report._data import configs, frameworks, scaling_series, select
 from dlperf.report.chart import render_chart, render_scaling_chart
@@ -58,16 +58,7 @@ def write_reports(
 def results_commit(results_dir: Path) -> str | None:
     """The last git commit that changed the results folder, when git tracks it (a team that
     commits its results); None when it is not in a repository, untracked or ignored."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(results_dir), "log", "-1", "--format=%h", "--", "."],
-            capture_output=True, text=True, timeout=10, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.strip() or None
+    return last_commit_touching(results_dir)
 
 
 def remove_stale_pages(reports_dir: Path, kept: set[str]) -> list[Path]:

@@ -1,0 +1,254 @@
+"""`dlperf history`: each configuration's results over time, what changed between them, and
+whether each change of the median is significant, judged by `dlperf compare`'s test.
+
+Points come from the results folder's index (`dlperf.index`), refreshed first, so the JSON
+files stay the truth. Within a configuration the points are ordered by creation time; each
+point with ok repeats is judged against the previous point that had some (its baseline), by
+`compare.judge` on the two sides' repeat values: the change must be larger than the
+threshold and significant (exact Mann-Whitney U, or the t-intervals' fallback for three
+repeats or fewer) to be an improvement or a regression. A point without an ok repeat is
+"failed"; the first measured point of a configuration is "first".
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, time, timezone
+from itertools import groupby
+from pathlib import Path
+
+from dlperf import DlperfError
+from dlperf.compare import Significance, check_threshold, judge, significance
+from dlperf.index import IndexedResult, Refresh, open_index
+from dlperf.store import SkippedResult
+
+FIRST = "first"
+FAILED = "failed"
+COMMIT_CHARS = 12  # how much of a commit hash a label shows
+
+
+@dataclass(frozen=True)
+class HistoryFilters:
+    """Which results a history shows: `frameworks` and `models` any of (empty: all),
+    `contains` every one of these substrings of the configuration key, `since` / `until`
+    inclusive bounds on the creation time (ISO 8601 dates or times; a date without a time is
+    that day, in UTC)."""
+
+    frameworks: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    contains: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One result in its configuration's history."""
+
+    config_key: str
+    framework: str
+    model: str
+    created: str
+    result_id: str
+    path: str  # relative to the results folder
+    status: str
+    metric: str
+    unit: str
+    higher_is_better: bool
+    median: float | None  # of the ok repeats; None when none is ok
+    n: int  # ok repeats
+    values: tuple[float, ...]
+    framework_version: str | None
+    dlperf_version: str | None
+    python: str | None
+    host: str | None
+    device_name: str | None
+    dists_digest: str | None
+    source_commit: str | None  # an official implementation's upstream
+    dlperf_commit: str | None
+    dlperf_dirty: bool | None
+    workdir_commit: str | None
+    workdir_dirty: bool | None
+    # Against the baseline: the previous point with ok repeats (for a failed point, the
+    # previous point); None for a configuration's first point.
+    baseline_id: str | None
+    changes: tuple[str, ...]  # "framework 2.1.0 -> 2.2.0", ... since the baseline
+    change: float | None  # median / baseline median - 1
+    test: str | None
+    p: float | None
+    significant: bool | None
+    verdict: str  # "first", "failed", or compare's: improvement, regression, no change, ...
+
+
+def commit_label(commit: str | None, dirty: bool | None) -> str | None:
+    """A commit's short form, "+dirty" when tracked files differed from it."""
+    if commit is None:
+        return None
+    return commit[:COMMIT_CHARS] + ("+dirty" if dirty else "")
+
+
+# What "changed since the previous point" compares: (label, the value it reads).
+_TRACKED = (
+    ("framework", lambda r: r.framework_version),
+    ("python", lambda r: r.python),
+    ("dlperf", lambda r: r.dlperf_version),
+    ("dlperf commit", lambda r: commit_label(r.dlperf_commit, r.dlperf_dirty)),
+    ("workdir commit", lambda r: commit_label(r.workdir_commit, r.workdir_dirty)),
+    ("upstream", lambda r: commit_label(r.source_commit, None)),
+    ("packages", lambda r: r.dists_digest[:COMMIT_CHARS] if r.dists_digest else None),
+    ("host", lambda r: r.host),
+    ("device", lambda r: r.device_name),
+)
+
+
+def changes_between(before: IndexedResult, after: IndexedResult) -> tuple[str, ...]:
+    """What differs in versions, commits and machine between two results of a configuration."""
+    found = []
+    for label, read in _TRACKED:
+        old, new = read(before), read(after)
+        if old != new:
+            found.append(f"{label} {old or '–'} -> {new or '–'}")
+    return tuple(found)
+
+
+def parse_when(text: str, *, end_of_day: bool = False) -> str:
+    """`--since` / `--until` text as the index's UTC ISO time: a date (its start, or with
+    `end_of_day` its last second) or a date and time (without a zone: UTC)."""
+    try:
+        when = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", text.strip()))  # 3.10: no Z
+    except ValueError:
+        raise DlperfError(
+            f"{text!r} is not a date or time; give ISO 8601, e.g. 2025-01-31 or "
+            "2025-01-31T14:00:00+01:00"
+        ) from None
+    if len(text.strip()) == 10 and end_of_day:  # a bare date: the whole day counts
+        when = datetime.combine(when.date(), time(23, 59, 59))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def history(
+    results_dir: Path,
+    filters: HistoryFilters | None = None,
+    *,
+    threshold: float = 0.05,
+    last: int | None = None,
+) -> tuple[list[HistoryPoint], Refresh]:
+    """Every configuration's points that pass `filters`, by configuration then time, each
+    judged against its baseline (see the module docstring); `last`: only each configuration's
+    newest `last` points (still judged against the points before them). Also returns what
+    refreshing the index found. Files that are not loadable results are skipped with a
+    SkippedResult warning, as `store.load_results` does."""
+    check_threshold(threshold)
+    if last is not None and last < 1:
+        raise DlperfError(f"--last {last}: give 1 or more points per configuration")
+    f = filters or HistoryFilters()
+    since = parse_when(f.since) if f.since else None
+    until = parse_when(f.until, end_of_day=True) if f.until else None
+    index, refresh = open_index(results_dir)
+    try:
+        rows = index.query(frameworks=f.frameworks, models=f.models, contains=f.contains,
+                           since=since, until=until)  # fmt: skip
+        plan = [pair for _key, group in groupby(rows, key=lambda r: r.config_key)
+                for pair in with_baselines(list(group), last)]  # fmt: skip
+        # compare's test for each pair, kept in the index: a long history is tested once.
+        judged = [(base, row) for row, base in plan if row.values and base and base.values]
+        known = index.significances(judged)
+        new = [(base, row, significance(base.values, row.values)) for base, row in judged
+               if (base.path, row.path) not in known]  # fmt: skip
+        index.remember_significances(new)
+        known.update({(base.path, row.path): sig for base, row, sig in new})
+    finally:
+        index.close()
+    for _path, error in refresh.skipped:
+        warnings.warn(f"skipped {error}", SkippedResult, stacklevel=2)
+    points = [_point(row, base, threshold, known.get((base.path, row.path)) if base else None)
+              for row, base in plan]  # fmt: skip
+    return points, refresh
+
+
+def history_points(
+    results_dir: Path,
+    filters: HistoryFilters | None = None,
+    *,
+    threshold: float = 0.05,
+    last: int | None = None,
+) -> list[HistoryPoint]:
+    """`history`'s points alone."""
+    return history(results_dir, filters, threshold=threshold, last=last)[0]
+
+
+def with_baselines(
+    rows: Sequence[IndexedResult], last: int | None = None
+) -> list[tuple[IndexedResult, IndexedResult | None]]:
+    """One configuration's rows (in time order), each with its baseline (module docstring);
+    `last`: only the newest `last` rows, their baselines found among all."""
+    pairs: list[tuple[IndexedResult, IndexedResult | None]] = []
+    measured: IndexedResult | None = None  # the newest earlier row with ok repeats
+    for i, row in enumerate(rows):
+        previous = rows[i - 1] if i else None
+        pairs.append((row, (measured or previous) if row.values else previous))
+        if row.values:
+            measured = row
+    return pairs if last is None else pairs[max(0, len(pairs) - last) :]
+
+
+def config_history(
+    rows: Sequence[IndexedResult], threshold: float = 0.05, last: int | None = None
+) -> list[HistoryPoint]:
+    """One configuration's rows (in time order) as judged points; `last`: the newest only."""
+    return [_point(row, base, threshold) for row, base in with_baselines(rows, last)]
+
+
+def _point(
+    row: IndexedResult,
+    base: IndexedResult | None,
+    threshold: float,
+    known: Significance | None = None,
+) -> HistoryPoint:
+    change = test = p = significant = None
+    if not row.values:
+        verdict = FAILED
+    elif base is None or not base.values:
+        verdict = FIRST
+    else:
+        judged = judge(base.values, row.values, row.higher_is_better, threshold, known)
+        change, test, p = judged.change, judged.test, judged.p
+        significant, verdict = judged.significant, judged.verdict
+    return HistoryPoint(
+        config_key=row.config_key,
+        framework=row.framework,
+        model=row.model,
+        created=row.created,
+        result_id=row.id,
+        path=row.path,
+        status=row.status,
+        metric=row.metric,
+        unit=row.unit,
+        higher_is_better=row.higher_is_better,
+        median=row.median,
+        n=row.n,
+        values=row.values,
+        framework_version=row.framework_version,
+        dlperf_version=row.dlperf_version,
+        python=row.python,
+        host=row.host,
+        device_name=row.device_name,
+        dists_digest=row.dists_digest,
+        source_commit=row.source_commit,
+        dlperf_commit=row.dlperf_commit,
+        dlperf_dirty=row.dlperf_dirty,
+        workdir_commit=row.workdir_commit,
+        workdir_dirty=row.workdir_dirty,
+        baseline_id=base.id if base else None,
+        changes=changes_between(base, row) if base else (),
+        change=change,
+        test=test,
+        p=p,
+        significant=significant,
+        verdict=verdict,
+    )
