@@ -17,8 +17,8 @@ from dlperf import DlperfError
 from dlperf.report.markdown import render_model_report
 from dlperf.report.site import (
     PLOTLY_JS,
+    history,
     history_figure,
-    history_from_results,
     load_stored,
     markdown_html,
     render_model_page,
@@ -84,8 +84,7 @@ def _tables(text: str) -> list[str]:
 def test_the_page_holds_the_markdown_reports_tables(tmp_path: Path) -> None:
     results = write_results(tmp_path / "results")
     stored = load_stored(results)
-    page, charts = render_model_page(stored, "resnet50", history_from_results(
-        s.result for s in stored))  # fmt: skip
+    page, charts = render_model_page(stored, "resnet50", history(tmp_path / "results"))
     report = render_model_report([s.result for s in stored], "resnet50")
     expected = _tables(markdown_html(report))
     assert len(expected) >= 6
@@ -141,7 +140,7 @@ def test_the_site_is_deterministic(tmp_path: Path) -> None:
         if (tmp_path / "a" / rel).is_file():
             assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
     stored = load_stored(results)
-    points = history_from_results(s.result for s in stored)
+    points = history(results)
     shuffled = list(stored)
     random.Random(7).shuffle(shuffled)
     assert render_model_page(shuffled, "resnet50", points) == render_model_page(
@@ -149,18 +148,18 @@ def test_the_site_is_deterministic(tmp_path: Path) -> None:
     )
 
 
-def test_history_judges_each_point_against_the_one_before() -> None:
-    points = history_from_results(site_results())
+def test_history_judges_each_point_against_the_one_before(tmp_path: Path) -> None:
+    points = history(write_results(tmp_path / "results"))
     cuda = points[CUDA_KEY]
     assert [p.result_id for p in cuda] == [
         "20240301T120000Z-old1", "20240401T120000Z-old2", "20240601T120000Z-py1x1cuda11",
     ]  # fmt: skip
     assert [p.median for p in cuda] == [900.0, 950.0, 1008.9]
     # 3 vs 3 repeats: the means' 95% t-intervals do not overlap, beyond 5 %: improvements
-    assert [p.verdict for p in cuda] == ["", "improvement", "improvement"]
-    assert [p.versions["framework_version"] for p in cuda] == ["2.1.0", "2.2.0", "2.3.1"]
+    assert [p.verdict for p in cuda] == ["first", "improvement", "improvement"]
+    assert [p.framework_version for p in cuda] == ["2.1.0", "2.2.0", "2.3.1"]
     tf = points["tensorflow_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224"]
-    assert [p.verdict for p in tf] == ["", "regression"]  # 1200 -> 992.7 (2 ok repeats)
+    assert [p.verdict for p in tf] == ["first", "regression"]  # 1200 -> 992.7 (2 ok repeats)
     failed = points["tensorflow_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224"]
     assert [p.median for p in failed] == [None]
 
@@ -171,43 +170,8 @@ def test_history_judges_each_point_against_the_one_before() -> None:
     first, second = trace.customdata[0], trace.customdata[1]
     assert first[0] == "20240301T120000Z-old1" and first[5] == "first result"
     assert second[2] == "framework 2.2.0, python 3.11.9, dlperf 0.1.0"
-    assert second[4] == "improvement" and second[5] == "framework 2.1.0 → 2.2.0"
+    assert second[4] == "improvement" and second[5] == "framework 2.1.0 -> 2.2.0"
     assert list(trace.marker.symbol) == ["circle", "triangle-up", "triangle-up"]
-
-
-def test_history_reads_the_history_modules_points_by_name() -> None:
-    """dlperf.history's HistoryPoint (the interface agreed with the HISTORY part): the site
-    reads its fields by name, so it takes that module's points once it exists."""
-    from dataclasses import dataclass
-
-    from dlperf.report.site import _from_indexed
-
-    @dataclass
-    class Point:  # the agreed fields, as dlperf.history is to define them
-        config_key: str
-        created: str
-        result_id: str
-        median: float
-        unit: str
-        framework: str
-        framework_version: str
-        dlperf_version: str
-        python: str
-        dlperf_commit: str | None
-        workdir_commit: str | None
-        verdict: str
-
-    later = Point("k", "2024-02-01T00:00:00+00:00", "b", 110.0, "samples/s", "pytorch", "2.4.0",
-                  "0.1.0", "3.11.9", "abc123", None, "improvement")  # fmt: skip
-    first = Point("k", "2024-01-01T00:00:00+00:00", "a", 100.0, "samples/s", "pytorch", "2.3.1",
-                  "0.1.0", "3.11.9", "abc000", None, "")  # fmt: skip
-    points = _from_indexed([later, first])["k"]
-    assert [p.result_id for p in points] == ["a", "b"]
-    assert points[1].versions == {
-        "framework_version": "2.4.0", "python": "3.11.9", "dlperf_version": "0.1.0",
-    }  # fmt: skip
-    assert points[1].commits == {"dlperf_commit": "abc123"}
-    assert points[1].verdict == "improvement"
 
 
 def test_publish_refuses_a_foreign_folder_and_prunes_its_own(tmp_path: Path) -> None:
@@ -305,8 +269,7 @@ def test_a_page_shows_the_telemetry_table_and_the_samples_per_joule_chart(
     measured = r.model_copy(update={"repeats": repeats, "metrics": metrics})
     write_result(tmp_path / "results", measured)
     stored = load_stored(tmp_path / "results")
-    page, charts = render_model_page(stored, "resnet50", history_from_results(
-        s.result for s in stored))  # fmt: skip
+    page, charts = render_model_page(stored, "resnet50", history(tmp_path / "results"))
     report = render_model_report([s.result for s in stored], "resnet50")
     assert "## Telemetry" in report  # the report's own table, converted on the page
     assert "<h2>Telemetry</h2>" in page and "<h2>Energy: samples per joule</h2>" in page

@@ -14,20 +14,18 @@ nothing depends on the time of `dlperf publish`, only on the results' own times.
 from __future__ import annotations
 
 import html
-import importlib
-import inspect
 import os
 import re
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
 from dlperf import DlperfError
-from dlperf.compare import compare_results
 from dlperf.files import atomic_write, check_writable
+from dlperf.history import HistoryPoint, commit_label, history_points
 from dlperf.report._data import (
     Config,
     configs,
@@ -48,8 +46,6 @@ GENERATOR = '<meta name="generator" content="dlperf publish">'
 PLOTLY_JS = "assets/plotly.min.js"
 STYLE_CSS = "assets/site.css"
 HISTORY_THRESHOLD = 0.05  # `dlperf compare`'s default threshold, for the history's verdicts
-VERSION_FIELDS = ("framework_version", "python", "dlperf_version")
-COMMIT_FIELDS = ("dlperf_commit", "workdir_commit")  # HISTORY's Environment fields, when present
 
 CSS = """\
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px;
@@ -100,123 +96,25 @@ def load_stored(results_dir: Path) -> list[Stored]:
 # ---------------------------------------------------------------- history
 
 
-@dataclass(frozen=True)
-class HistoryPoint:
-    """One result of a configuration on its time line, and how it compares with the one
-    before it (`dlperf compare`'s test: verdict "" for the first point)."""
-
-    config_key: str
-    created: str
-    result_id: str
-    median: float | None
-    unit: str
-    versions: dict[str, str] = field(default_factory=dict)  # framework_version, python, ...
-    commits: dict[str, str] = field(default_factory=dict)  # dlperf_commit, workdir_commit
-    verdict: str = ""
-
-
-def history(results_dir: Path, stored: Sequence[Stored]) -> dict[str, list[HistoryPoint]]:
-    """Config key -> its points, oldest first. The one place the site reads history: through
-    `dlperf.history.history_points` (its index) when that module exists, else by grouping the
-    loaded results here."""
-    try:
-        indexed = importlib.import_module("dlperf.history").history_points
-    except (ImportError, AttributeError):
-        return history_from_results(r.result for r in stored)
-    try:
-        takes = inspect.signature(indexed).parameters
-        filters = takes.get("filters")
-        points = (
-            indexed(results_dir)
-            if filters is not None and filters.default is not inspect.Parameter.empty
-            else indexed(results_dir, None)
-        )
-        return _from_indexed(points)
-    except (TypeError, AttributeError, ValueError) as exc:
-        warnings.warn(
-            f"dlperf.history.history_points did not answer as the site expects ({exc}); "
-            "the site's history is grouped from the loaded results instead",
-            stacklevel=2,
-        )
-        return history_from_results(r.result for r in stored)
-
-
-def _from_indexed(points: Iterable) -> dict[str, list[HistoryPoint]]:
-    """dlperf.history's points (attributes read by name; missing ones stay empty)."""
+def history(results_dir: Path) -> dict[str, list[HistoryPoint]]:
+    """Config key -> its points, oldest first, from the results index (`dlperf.history`: the
+    same verdicts as `dlperf history` and `dlperf compare`)."""
     out: dict[str, list[HistoryPoint]] = {}
-    for p in points:
-        versions = {}
-        for name in VERSION_FIELDS:
-            value = getattr(p, name, None) or getattr(p, f"{name}_version", None)  # python_version
-            if value:
-                versions[name] = str(value)
-        commits = {name: str(v) for name in COMMIT_FIELDS if (v := getattr(p, name, None))}
-        verdict = getattr(p, "verdict", "") or ""
-        point = HistoryPoint(
-            config_key=p.config_key,
-            created=p.created,
-            result_id=getattr(p, "result_id", None) or p.id,
-            median=p.median,
-            unit=getattr(p, "unit", None) or "samples/s",
-            versions=versions,
-            commits=commits,
-            verdict=getattr(verdict, "value", verdict),
-        )
+    for point in history_points(results_dir, threshold=HISTORY_THRESHOLD):
         out.setdefault(point.config_key, []).append(point)
-    return {k: sorted(v, key=lambda p: (p.created, p.result_id)) for k, v in sorted(out.items())}
-
-
-def history_from_results(results: Iterable[Result]) -> dict[str, list[HistoryPoint]]:
-    """Group results by configuration, oldest first, each judged against the one before with
-    `compare`'s test and threshold."""
-    groups: dict[str, list[Result]] = {}
-    for r in results:
-        groups.setdefault(r.spec.config_key(), []).append(r)
-    out = {}
-    for key in sorted(groups):
-        ordered = sorted(groups[key], key=lambda r: (r.created, r.id))
-        points = []
-        for before, r in zip([None, *ordered], ordered, strict=False):
-            row = compare_results(before, r, HISTORY_THRESHOLD) if before else None
-            t = r.metrics.throughput
-            points.append(
-                HistoryPoint(
-                    config_key=key,
-                    created=r.created,
-                    result_id=r.id,
-                    median=t.median if t and r.status != ResultStatus.failed else None,
-                    unit=t.unit if t else "samples/s",
-                    versions=_versions(r),
-                    commits=_commits(r),
-                    verdict=row.verdict if row else "",
-                )
-            )
-        out[key] = points
     return out
 
 
-def _versions(r: Result) -> dict[str, str]:
-    env = r.environment
-    return {name: str(v) for name in VERSION_FIELDS if (v := getattr(env, name, None))}
+def _versions(p: HistoryPoint) -> str:
+    named = (("framework", p.framework_version), ("python", p.python),
+             ("dlperf", p.dlperf_version))  # fmt: skip
+    return ", ".join(f"{name} {value}" for name, value in named if value) or DASH
 
 
-def _commits(r: Result) -> dict[str, str]:
-    env = r.environment
-    return {name: str(v) for name in COMMIT_FIELDS if (v := getattr(env, name, None))}
-
-
-def _changed(before: HistoryPoint | None, point: HistoryPoint) -> str:
-    """The versions and commits that differ from the previous point, in words."""
-    if before is None:
-        return "first result"
-    old = {**before.versions, **before.commits}
-    new = {**point.versions, **point.commits}
-    diffs = [
-        f"{name.replace('_version', '')} {old.get(name, '?')} → {new.get(name, '?')}"
-        for name in sorted(set(old) | set(new))
-        if old.get(name) != new.get(name)
-    ]
-    return "; ".join(diffs) or "no version changed"
+def _commits(p: HistoryPoint) -> str:
+    named = (("dlperf", commit_label(p.dlperf_commit, p.dlperf_dirty)),
+             ("workdir", commit_label(p.workdir_commit, p.workdir_dirty)))  # fmt: skip
+    return ", ".join(f"{name} {value}" for name, value in named if value) or DASH
 
 
 def _plot_time(created: str) -> str:
@@ -438,22 +336,12 @@ def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
         kept = [p for p in points if p.median is not None]
         if not kept:
             continue
-        custom = []
-        for before, p in zip([None, *points], points, strict=False):
-            if p.median is None:
-                continue
-            versions = ", ".join(f"{k.replace('_version', '')} {v}" for k, v in p.versions.items())
-            commits = ", ".join(f"{k} {v[:12]}" for k, v in p.commits.items())
-            custom.append(
-                [
-                    p.result_id,
-                    p.created,
-                    versions or DASH,
-                    commits or DASH,
-                    p.verdict or DASH,
-                    _changed(before, p),
-                ]  # fmt: skip
-            )
+        custom = [
+            [p.result_id, p.created, _versions(p), _commits(p), p.verdict,
+             "; ".join(p.changes) or ("first result" if p.baseline_id is None else
+                                      "no version changed")]
+            for p in kept
+        ]  # fmt: skip
         symbols = [MARKERS.get(p.verdict, ("circle", None))[0] for p in kept]
         sizes = [12 if p.verdict in MARKERS else 7 for p in kept]
         figure.add_trace(
@@ -778,7 +666,7 @@ def write_site(results_dir: Path, out_dir: Path) -> Site:
     put(PLOTLY_JS, plotly.offline.get_plotlyjs())
     put(STYLE_CSS, CSS)
     commit = results_commit(results_dir)
-    points = history(results_dir, stored)
+    points = history(results_dir)
     pages = {"index.html": []}
     put("index.html", render_index_page(stored))
     for model in sorted({s.result.spec.model for s in stored}):
@@ -831,10 +719,8 @@ def describe_site(site: Site) -> str:
 
 
 __all__ = [
-    "HistoryPoint",
     "Site",
     "history",
-    "history_from_results",
     "markdown_html",
     "render_index_page",
     "render_model_page",
