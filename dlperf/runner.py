@@ -80,12 +80,16 @@ class PreparedRun:
             }
         )
 
-    def _telemetry_source(self, base_env: dict[str, str]) -> telemetry.Source | None:
-        """What to sample: this host's devices, when the workload runs on this host (a remote
-        launcher's nodes are not sampled)."""
+    def _telemetry_source(self, base_env: dict[str, str]) -> telemetry.Source:
+        """What to sample: this host's devices, when the workload runs on this host. A remote
+        launcher's nodes are not sampled: their telemetry says so."""
         launch, spec = self.plan.launch, self.spec
         if launch.remote:
-            return None
+            return telemetry.UnavailableSource(
+                spec.device,
+                f"not sampled: the {launch.launcher} launcher runs the nodes on other hosts, "
+                "and dlperf samples only the host it runs on",
+            )
         gpus = telemetry.gpus_on_this_host(
             spec.device, spec.devices_per_node, spec.nodes, launch.launcher
         )

@@ -176,6 +176,9 @@ def test_ssh_launcher_runs_a_two_node_job(sshd, tmp_path, monkeypatch) -> None:
     assert result.job.world_size == 2 and result.job.global_batch == 20
     raw = Path(r.log_path).parent
     assert "step 13/13" in (raw / "repeat-1.node1.log").read_text()
+    # The nodes ran elsewhere: the repeat's telemetry says it was not sampled, and why.
+    assert r.telemetry is not None and r.telemetry.samples == 0
+    assert r.telemetry.energy_note.startswith("not sampled: the ssh launcher runs the nodes")
 
 
 @pytest.mark.multiprocess
