@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, time, timezone
 from itertools import groupby
 from pathlib import Path
@@ -45,33 +45,9 @@ class HistoryFilters:
 
 
 @dataclass(frozen=True)
-class HistoryPoint:
-    """One result in its configuration's history."""
+class HistoryPoint(IndexedResult):
+    """One result in its configuration's history: its index row, and how it compares."""
 
-    config_key: str
-    framework: str
-    model: str
-    created: str
-    result_id: str
-    path: str  # relative to the results folder
-    status: str
-    metric: str
-    unit: str
-    higher_is_better: bool
-    median: float | None  # of the ok repeats; None when none is ok
-    n: int  # ok repeats
-    values: tuple[float, ...]
-    framework_version: str | None
-    dlperf_version: str | None
-    python: str | None
-    host: str | None
-    device_name: str | None
-    dists_digest: str | None
-    source_commit: str | None  # an official implementation's upstream
-    dlperf_commit: str | None
-    dlperf_dirty: bool | None
-    workdir_commit: str | None
-    workdir_dirty: bool | None
     # Against the baseline: the previous point with ok repeats (for a failed point, the
     # previous point); None for a configuration's first point.
     baseline_id: str | None
@@ -81,6 +57,10 @@ class HistoryPoint:
     p: float | None
     significant: bool | None
     verdict: str  # "first", "failed", or compare's: improvement, regression, no change, ...
+
+    @property
+    def result_id(self) -> str:
+        return self.id
 
 
 def commit_label(commit: str | None, dirty: bool | None) -> str | None:
@@ -220,30 +200,7 @@ def _point(
         change, test, p = judged.change, judged.test, judged.p
         significant, verdict = judged.significant, judged.verdict
     return HistoryPoint(
-        config_key=row.config_key,
-        framework=row.framework,
-        model=row.model,
-        created=row.created,
-        result_id=row.id,
-        path=row.path,
-        status=row.status,
-        metric=row.metric,
-        unit=row.unit,
-        higher_is_better=row.higher_is_better,
-        median=row.median,
-        n=row.n,
-        values=row.values,
-        framework_version=row.framework_version,
-        dlperf_version=row.dlperf_version,
-        python=row.python,
-        host=row.host,
-        device_name=row.device_name,
-        dists_digest=row.dists_digest,
-        source_commit=row.source_commit,
-        dlperf_commit=row.dlperf_commit,
-        dlperf_dirty=row.dlperf_dirty,
-        workdir_commit=row.workdir_commit,
-        workdir_dirty=row.workdir_dirty,
+        **{f.name: getattr(row, f.name) for f in fields(IndexedResult)},
         baseline_id=base.id if base else None,
         changes=changes_between(base, row) if base else (),
         change=change,
