@@ -152,14 +152,14 @@ def test_a_clock_that_never_moves_is_bad_output_and_the_result_is_stored(tmp_pat
 def test_every_repeat_carries_telemetry_of_its_window(tmp_path):
     """The CPU path for real: psutil's utilization and frequency over the measured window,
     and RAPL's energy or why it cannot be read. Arithmetic, never speed."""
-    result, _ = run_benchmark(spec(measure=20, options={"step_ms": "30"}), tmp_path)
+    result, _ = run_benchmark(spec(measure=40, options={"step_ms": "30"}), tmp_path)
     assert result.status == ResultStatus.ok
     for r in result.repeats:
         t = r.telemetry
         assert t is not None and t.device == "cpu" and t.span == "window"
         assert "host's clock" in t.placed_by  # the workload's marks, on the host's clock
         assert t.duration_s == pytest.approx(r.window.elapsed_s, abs=1e-5)
-        assert t.samples >= 1  # a ~0.6 s window sampled every 0.2 s
+        assert t.samples >= 1  # a window of at least 1.2 s sampled every 0.2 s, even if starved
         u = t.utilization_pct
         assert u is not None and 0.0 <= u.min <= u.mean <= u.max <= 100.0
         if t.clock_mhz is not None:  # psutil.cpu_freq() is None on some VMs
