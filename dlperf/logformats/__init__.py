@@ -36,6 +36,7 @@ from dlperf.logformats import (
     keras,
     mxnet_speed,
     oneflow_benchmark,
+    orbit,
     paddle,
     pytorch_examples,
 )
@@ -62,6 +63,7 @@ FORMATS: dict[str, LogFormat] = {
     "keras_time_history": LogFormat(keras.parse),
     "mxnet_speed": LogFormat(mxnet_speed.parse),
     "oneflow_benchmark": LogFormat(oneflow_benchmark.parse),
+    "orbit_train": LogFormat(orbit.parse, orbit.NEEDLE),
     "paddle": LogFormat(paddle.parse),
     "pytorch_examples": LogFormat(pytorch_examples.parse),
 }
