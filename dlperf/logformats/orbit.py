@@ -82,7 +82,7 @@ def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
         stamp = base + int(second) * 1_000_000 + int(fraction.ljust(6, "0"))
         marks.add(step, clock.seconds(stamp))
     if timed:
-        return finish(run, "Orbit train lines (absl time stamps)")
+        return finish(run, "Orbit train lines")
     run.malformed += malformed
     intervals_to_marks(table, "global", ctx, run)
     if run.marks:
