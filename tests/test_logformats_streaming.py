@@ -93,6 +93,20 @@ def _absl(n: int, ranks: int) -> Iterator[str]:
         )
 
 
+def _orbit(n: int, ranks: int) -> Iterator[str]:
+    """Orbit (Model Garden 2.20): each line through absl and print, the output dict below."""
+    start = datetime(2000, 12, 31, 23, 59, 30)
+    yield "I1231 23:59:29.000000 1 controller.py:278] train | step:      0 | training until step"
+    yield "train | step:      0 | training until step 600..."
+    for k in _steps(1, n):
+        t = start + timedelta(seconds=0.9 * k + 0.01 * (k % 3))
+        body = f"train | step: {20 * k: 6d} | steps/sec: {20 / 0.9:6.1f} | output: "
+        yield f"I{t:%m%d %H:%M:%S.%f} 140052602669952 controller.py:535] {body}"
+        yield f"    {{'lm_example_loss': np.float32({10.4 - k / 100:.4f}),"
+        yield f"     'learning_rate': np.float32({1e-8 * k:.4g})}}"
+        yield body
+
+
 def _dll(stamp: datetime, rest: str) -> str:
     return f"DLL {stamp} - {rest}"
 
@@ -231,6 +245,7 @@ MAKERS: dict[str, Callable[[int, int], Iterator[str]]] = {
     "oneflow_benchmark": _oneflow_benchmark,
     "oneflow_bert": _oneflow_bert,
     "oneflow_models": _oneflow_models,
+    "orbit_train": _orbit,
     "paddle": _paddle,
     "paddle_speed": _paddle_speed,
     "paddle_ips": _paddle_ips,
@@ -362,6 +377,7 @@ CLOCKED = (
     "dllogger_tf1",
     "oneflow_benchmark",
     "oneflow_models",
+    "orbit_train",
 )
 INTERVALS = ("gluonnlp", "keras_time_history")  # they fold the intervals past the horizon
 COUNTED = ("libai",)  # timed by a clock, samples counted by the log: merged like intervals

@@ -38,6 +38,7 @@ from dlperf.logformats import (
     mxnet_speed,
     oneflow_benchmark,
     oneflow_models,
+    orbit,
     paddle,
     pytorch_examples,
 )
@@ -67,6 +68,7 @@ FORMATS: dict[str, LogFormat] = {
     "mxnet_speed": LogFormat(mxnet_speed.parse),
     "oneflow_benchmark": LogFormat(oneflow_benchmark.parse),
     "oneflow_models": LogFormat(oneflow_models.parse),
+    "orbit_train": LogFormat(orbit.parse, orbit.NEEDLE),
     "paddle": LogFormat(paddle.parse),
     "pytorch_examples": LogFormat(pytorch_examples.parse),
     "pytorch_examples_1based": LogFormat(pytorch_examples.parse_1based),

@@ -27,7 +27,7 @@ LINE = re.compile(
 _YEAR = datetime(2000, 1, 1)  # a leap year, so that 0229 parses; only differences are used
 
 
-def _minute(minute: str) -> int | None:
+def absl_minute(minute: str) -> int | None:
     """`MMDD HH:MM` in microseconds since the start of 2000; None where strptime refuses it."""
     try:
         at = datetime(2000, int(minute[:2]), int(minute[2:4]), int(minute[5:7]), int(minute[8:]))
@@ -48,7 +48,7 @@ def parse(texts: Iterable[str], ctx: LogContext) -> ParsedRun:
         if base == -1:
             if len(minutes) > 4096:
                 minutes.clear()
-            base = minutes[minute] = _minute(minute)
+            base = minutes[minute] = absl_minute(minute)
         second = int(second)
         if base is None or second > 59:
             run.malformed += 1
