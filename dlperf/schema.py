@@ -456,12 +456,18 @@ class Environment(_Frozen):
     workdir_dirty: bool | None = None
 
 
+def short_revision(revision: str) -> str:
+    """A commit's first 12 hex digits, or `sha256:` and an archive digest's first 12."""
+    kind, _, digest = revision.rpartition(":")
+    return f"{kind}:{digest[:12]}" if kind else revision[:12]
+
+
 class SourceInfo(_Frozen):
     """The upstream code an official-implementation number came from."""
 
     name: str
-    url: str
-    commit: str
+    url: str  # the repository, or the release archive the code was unpacked from
+    commit: str  # a full git commit, or "sha256:<hex>" of that release archive
     patches: dict[str, str] = Field(default_factory=dict)  # file name -> sha256, applied in order
     # The manifest's profile (official.manifest.PROFILES): results from before profiles existed
     # all came from the DLPerf reproduction's manifests.

@@ -138,7 +138,7 @@ def option_declarations(adapter: Adapter, model: str) -> Mapping[str, WorkloadOp
 class OfficialOptions:
     """Where an official implementation's code and data come from."""
 
-    sources_dir: Path | None = None  # an existing clone instead of the network
+    sources_dir: Path | None = None  # a clone (or a folder with the archive), not the network
     data_dir: str = ""
 
     def check(self, spec: BenchmarkSpec) -> None:

@@ -2,32 +2,31 @@
 Orbit trainers official/vision/train.py (resnet_imagenet) and official/nlp/train.py
 (bert/pretraining), and their log format `orbit_train`.
 
-The fetch test needs a local clone of tensorflow/models (DLPERF_TEST_MIRRORS) with the pinned
-commit. The CPU smoke runs need an interpreter with tf-models-official 2.20.0 installed
-(DLPERF_TEST_TF_MODELS_PYTHON): they run `dlperf run ... --impl official --profile current
---device cpu --python PY` against a stand-in upstream, a git tree of that install's official/
-and orbit/ (the release's code), with the manifests' commit set to the stand-in's and a tiny
-model and log cadence, since the tag's commit could not be resolved where they were written.
+The upstream is pinned by its release archive (the tf-models-official 2.20.0 sdist on PyPI,
+by sha256). The fetch test downloads it from PyPI, as `dlperf sources fetch` does, or takes it
+from $DLPERF_TEST_MIRRORS/pypi/ where there is no network; it skips when neither works. The
+CPU smoke runs also need an interpreter with tensorflow 2.20 and tf-models-official 2.20.0's
+dependencies (DLPERF_TEST_TF_MODELS_PYTHON): they run `dlperf run ... --impl official --profile
+current --device cpu --python PY` on that checkout with a tiny model and log cadence.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
+from dlperf import DlperfError
 from dlperf.logformats import LogContext, parse_log
 from dlperf.official.checkout import fetch_source, verify_checkout
 from dlperf.official.manifest import find_manifest, load_manifests
-from conftest import ROOT, upstream_mirror
 
 NAMES = ("tensorflow-models-resnet50-current", "tensorflow-models-bert-current")
-PLACEHOLDER = "0" * 40
 
 
 def dlperf(
@@ -128,7 +127,8 @@ def test_dry_run_one_device(model, extra, expect, absent, tmp_path) -> None:
                  "--dry-run", *extra, env={"DLPERF_HOME": str(tmp_path)})  # fmt: skip
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())  # rich wraps long lines
-    assert f"https://github.com/tensorflow/models @ {PLACEHOLDER}" in text
+    upstream = find_manifest("tensorflow", model).upstream
+    assert f"{upstream.archive} @ sha256:{upstream.sha256}" in text
     for piece in expect:
         assert piece in text, piece
     for piece in absent:
@@ -242,19 +242,50 @@ def test_orbit_eval_lines_and_other_programs_are_ignored() -> None:
     assert run.malformed == 1  # the second copy of step 200 (another worker's line)
 
 
-# ----------------------------------------------------------------- fetch against a mirror
+# ----------------------------------------------------------------- fetch the release
 
 
-def test_fetch_and_verify_against_a_local_mirror(tmp_path, monkeypatch) -> None:
-    mirror = upstream_mirror("tensorflow/models")
-    monkeypatch.setenv("DLPERF_HOME", str(tmp_path))
+@pytest.fixture(scope="module")
+def tf_home(tmp_path_factory) -> Path:
+    """A DLPERF_HOME holding the fetched, patched release: from PyPI, or from the folder
+    $DLPERF_TEST_MIRRORS/pypi when PyPI is out of reach."""
+    home = tmp_path_factory.mktemp("tf-home")
     upstream = find_manifest("tensorflow", "resnet50", profile="current").upstream
-    if upstream.commit == PLACEHOLDER:
-        pytest.skip("the manifest's commit is the v2.20.0 placeholder; resolve it first")
-    path = fetch_source(upstream, sources_dir=mirror)
-    verify_checkout(upstream, path)
-    assert (path / "official/vision/train.py").is_file()
+    saved = os.environ.get("DLPERF_HOME")
+    os.environ["DLPERF_HOME"] = str(home)
+    try:
+        try:
+            fetch_source(upstream)
+        except DlperfError as exc:
+            mirror = Path(os.environ.get("DLPERF_TEST_MIRRORS", "/nonexistent")) / "pypi"
+            if "cannot download" not in str(exc) or not (mirror / upstream.archive_name).exists():
+                pytest.skip(f"{exc} (and no {upstream.archive_name} in $DLPERF_TEST_MIRRORS/pypi)")
+            fetch_source(upstream, sources_dir=mirror)
+    finally:
+        if saved is None:
+            os.environ.pop("DLPERF_HOME")
+        else:
+            os.environ["DLPERF_HOME"] = saved
+    return home
+
+
+def test_the_release_fetches_verifies_and_takes_its_patches(tf_home, monkeypatch) -> None:
+    monkeypatch.setenv("DLPERF_HOME", str(tf_home))
+    for name in NAMES:  # one upstream, one checkout
+        upstream = load_manifests()[name].upstream
+        path = fetch_source(upstream)  # the cached checkout, verified
+        verify_checkout(upstream, path)
+    assert path.name == "tensorflow-models-current-sha256-90ffccda8e3a"
+    assert (path / "official/vision/train.py").is_file() and (
+        path / "orbit/controller.py"
+    ).is_file()
+    vision = (path / "official/vision/tasks/image_classification.py").read_text()
+    assert "if params.input_path == 'synthetic':" in vision
     assert "input_path == 'synthetic'" in (path / "official/nlp/tasks/masked_lm.py").read_text()
+    assert "Version: 2.20.0" in (path / "PKG-INFO").read_text()
+    out = dlperf("sources", "verify", *NAMES, env={"DLPERF_HOME": str(tf_home)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("ok sha256:90ffccda8e3a") == 2
 
 
 # ----------------------------------------------------------------- CPU smoke runs
@@ -270,23 +301,6 @@ def tf_models_python() -> Path:
     return Path(found)
 
 
-def standin(python: Path, root: Path) -> tuple[Path, str]:
-    """A git tree of the installed release's official/ and orbit/ (upstream's layout)."""
-    code = "import official, orbit, os; print(os.path.dirname(official.__path__[0]))"
-    site = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
-    repo = root / "tensorflow-models"
-    repo.mkdir()
-    for package in ("official", "orbit"):
-        shutil.copytree(Path(site.stdout.strip()) / package, repo / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "tf-models-official 2.20.0"], check=True)
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
-    return repo, commit.stdout.strip()
-
-
 TINY = {  # the manifests' command with a tiny model and a log line every 2 steps
     "resnet50": ",task.model.input_size=[64,64,3]",
     "bert": ",task.model.encoder.bert.num_layers=2,task.model.encoder.bert.hidden_size=128,"
@@ -295,12 +309,11 @@ TINY = {  # the manifests' command with a tiny model and a log line every 2 step
 }
 
 
-def smoke_manifests(root: Path, commit: str) -> Path:
+def smoke_manifests(root: Path) -> Path:
     folder = root / "manifests"
     folder.mkdir()
     for name in NAMES:
         text = (ROOT / "third_party_scripts" / f"{name}.toml").read_text()
-        text = text.replace(PLACEHOLDER, commit)
         for every in ("100", "20"):
             text = text.replace(f"log_every = {every} ", "log_every = 2 ")
             text = text.replace(
@@ -317,20 +330,21 @@ def smoke_manifests(root: Path, commit: str) -> Path:
 
 @pytest.mark.framework
 @pytest.mark.parametrize("model", ["resnet50", "bert"])
-def test_cpu_smoke_run_against_the_release(model, tmp_path) -> None:
+def test_cpu_smoke_run_of_the_release(model, tf_home, tmp_path) -> None:
     python = tf_models_python()
-    repo, commit = standin(python, tmp_path)
-    env = {"DLPERF_HOME": str(tmp_path / "home"),
-           "DLPERF_MANIFESTS": str(smoke_manifests(tmp_path, commit))}  # fmt: skip
+    env = {"DLPERF_HOME": str(tf_home), "DLPERF_MANIFESTS": str(smoke_manifests(tmp_path))}
     out = dlperf("run", "tensorflow", model, "--impl", "official", "--profile", "current",
-                 "--device", "cpu", "--python", str(python), "--sources-dir", str(repo),
+                 "--device", "cpu", "--python", str(python),
                  "--batch-size", "2", "--skip", "2", "--measure", "4", "--repeats", "1",
                  "--timeout", "900", "--results-dir", str(tmp_path / "results"), "--json",
                  env=env, timeout=1200)  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     result = json.loads(out.stdout[out.stdout.index("{") :])
     assert result["status"] == "ok", result.get("warnings")
-    assert result["source"]["profile"] == "current" and result["source"]["commit"] == commit
+    upstream = find_manifest("tensorflow", model, profile="current").upstream
+    assert result["source"]["profile"] == "current"
+    assert result["source"]["commit"] == upstream.revision
+    assert result["source"]["url"] == upstream.archive
     assert set(result["source"]["patches"]) == {
         "0001-vision-synthetic-data.patch",
         "0002-bert-synthetic-data.patch",

@@ -348,3 +348,151 @@ def test_sources_verify_and_list_commands(upstream) -> None:
     (path / "stray.py").write_text("")
     out = dlperf("sources", "verify")
     assert out.returncode == 1 and "standin-pace: bad" in out.stdout and "stray.py" in out.stdout
+
+
+# ------------------------------------------- an upstream pinned by its release archive
+
+
+def make_tarball(path: Path, files: dict[str, str]) -> str:
+    """A .tar.gz of `files` (member name -> text); returns its sha256."""
+    import hashlib
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def served(tmp_path: Path):
+    """A local stand-in for the package index: an HTTP server for the files in a folder."""
+    import functools
+    import http.server
+    import threading
+
+    folder = tmp_path / "index"
+    folder.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield folder, f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def archive_upstream(upstream, served) -> dict:
+    """The stand-in upstream published as a release archive (one top folder, as sdists are)
+    on the local index, and the manifest pinned to it by sha256 instead of a commit."""
+    folder, base = served
+    tarball = folder / "standin-1.0.tar.gz"
+    sha = make_tarball(tarball, {"standin-1.0/train.py": TRAIN_PY, "standin-1.0/PKG-INFO": "x"})
+    manifests = Path(os.environ["DLPERF_MANIFESTS"])
+    text = (manifests / "standin-pace.toml").read_text()
+    pin = f'archive = "{base}/standin-1.0.tar.gz"\nsha256 = "{sha}"'
+    (manifests / "standin-pace.toml").write_text(
+        text.replace(f'commit = "{upstream["commit"]}"', pin)
+    )
+    return {**upstream, "tarball": tarball, "sha256": sha, "url": f"{base}/standin-1.0.tar.gz"}
+
+
+def test_an_archive_upstream_is_downloaded_checked_unpacked_patched_and_verified(
+    archive_upstream,
+) -> None:
+    up = find_manifest("calibration", "pace").upstream
+    assert up.revision == f"sha256:{archive_upstream['sha256']}"
+    path = fetch_source(up)
+    assert path.name == f"standin-sha256-{archive_upstream['sha256'][:12]}"
+    assert "--train_steps" in (path / "train.py").read_text()  # unpacked below the top folder
+    assert (path / "PKG-INFO").read_text() == "x"
+    marker = json.loads((path / MARKER).read_text())
+    assert marker["commit"] == up.revision and marker["url"] == archive_upstream["url"]
+    verify_checkout(up, path)
+    # The files are recorded as published: the same archive gives the same commit every time.
+    head = git("rev-parse", "HEAD", cwd=path)
+    assert fetch_source(up, refetch=True) == path and git("rev-parse", "HEAD", cwd=path) == head
+    assert git("show", "HEAD:train.py", cwd=path) == TRAIN_PY.rstrip("\n")
+
+    (path / "train.py").write_text("# a local edit\n")
+    with pytest.raises(DlperfError, match=r"differs from sha256:\w{12} \+ its patches in train"):
+        verify_checkout(up, path)
+    fetch_source(up)  # repairs the cache
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "x", cwd=path)
+    with pytest.raises(DlperfError, match="not the commit it was fetched at"):
+        verify_checkout(up, path)
+
+
+def test_an_archive_that_is_not_the_pinned_release_is_refused(archive_upstream) -> None:
+    make_tarball(archive_upstream["tarball"], {"standin-1.0/train.py": TRAIN_PY + "# changed\n"})
+    up = find_manifest("calibration", "pace").upstream
+    with pytest.raises(DlperfError, match="not the release it names, so nothing was unpacked"):
+        fetch_source(up)
+    assert not checkout_dir(up).exists()
+    assert not list(checkout_dir(up).parent.glob("*.partial"))
+
+
+def test_an_archive_upstream_offline_and_from_sources_dir(archive_upstream, tmp_path) -> None:
+    manifests = Path(os.environ["DLPERF_MANIFESTS"])
+    text = (manifests / "standin-pace.toml").read_text()
+    port = archive_upstream["url"].split(":")[2].split("/")[0]
+    (manifests / "standin-pace.toml").write_text(text.replace(f":{port}/", ":9/"))  # discard
+    up = find_manifest("calibration", "pace").upstream
+    with pytest.raises(DlperfError, match=r"(?s)cannot download .*offline.*--sources-dir FOLDER"):
+        fetch_source(up)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(DlperfError, match="holds no standin-1.0.tar.gz"):
+        fetch_source(up, sources_dir=empty)
+    path = fetch_source(up, sources_dir=archive_upstream["tarball"].parent)
+    verify_checkout(up, path)
+
+
+def test_an_archive_member_leaving_the_tree_is_refused(archive_upstream) -> None:
+    sha = make_tarball(archive_upstream["tarball"], {"../evil.py": "x", "standin-1.0/a": "a"})
+    manifests = Path(os.environ["DLPERF_MANIFESTS"])
+    text = (manifests / "standin-pace.toml").read_text()
+    (manifests / "standin-pace.toml").write_text(text.replace(archive_upstream["sha256"], sha))
+    up = find_manifest("calibration", "pace").upstream
+    with pytest.raises(DlperfError, match="cannot unpack"):
+        fetch_source(up)
+    assert not (archive_upstream["tmp"] / "evil.py").exists()
+    assert not checkout_dir(up).exists()
+
+
+def test_an_upstream_has_one_pin(upstream) -> None:
+    manifests = Path(os.environ["DLPERF_MANIFESTS"])
+    good = (manifests / "standin-pace.toml").read_text()
+    commit = f'commit = "{upstream["commit"]}"'
+    cases = {
+        "set either commit": good.replace(commit, f'{commit}\narchive = "https://x/a.tar.gz"'),
+        "archive needs its sha256": good.replace(commit, 'archive = "https://x/a.tar.gz"'),
+        "must be a .tar.gz": good.replace(
+            commit, f'archive = "https://x/a.zip"\nsha256 = "{"a" * 64}"'
+        ),  # noqa: E501
+        "sha256 pins an archive": good.replace(commit, f'{commit}\nsha256 = "{"a" * 64}"'),
+    }
+    for message, text in cases.items():
+        (manifests / "standin-pace.toml").write_text(text)
+        with pytest.raises(DlperfError, match=message):
+            load_manifests()
+
+
+@pytest.mark.multiprocess
+def test_an_official_run_records_the_archive_as_its_source(archive_upstream) -> None:
+    spec = resolve_spec(
+        "calibration", "pace", overrides={"impl": "official", "batch_size": 10, "repeats": 1}
+    )
+    result, _ = run_benchmark(spec, archive_upstream["tmp"] / "results")
+    assert result.status == ResultStatus.ok, result.warnings
+    assert result.source.commit == f"sha256:{archive_upstream['sha256']}"
+    assert result.source.url == archive_upstream["url"]
+    assert list(result.source.patches) == ["0001-add-train-steps.patch"]
+    from dlperf.report._data import source_label
+
+    assert source_label(result) == f"standin-pace @ sha256:{archive_upstream['sha256'][:12]}"

@@ -74,7 +74,8 @@ SourcesDir = Annotated[
     typer.Option(
         parser=path_parser("folder", exists=True),
         metavar="FOLDER",
-        help="An existing clone of the upstream to take the pinned commit from (offline use; "
+        help="An existing clone of the upstream to take the pinned commit from, or for an "
+        "upstream pinned to a release archive a folder holding that archive (offline use; "
         "`run` takes it with --impl official only).",
     ),
 ]

@@ -158,7 +158,7 @@ def sources_table(states) -> Table:
             m.profile,
             m.name + (" *" if m.default else ""),
             f"{m.framework} {m.model}",
-            m.upstream.commit[:12],
+            m.upstream.short,
             m.log_format,
             where,
             st.state,

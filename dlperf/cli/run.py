@@ -227,9 +227,10 @@ def print_plan(spec, official, launch, python: Path | None = None) -> None:
         manifest, checkout = plan.adapter.manifest, plan.adapter.checkout
         knobs = plan.adapter.plan(spec, plan.python, list(plan.launch.hosts)).knobs
         console.print(
-            f"[bold]{manifest.name}[/] ({manifest.profile}): {manifest.upstream.url} @ "
-            f"{manifest.upstream.commit}"
-            f"{'' if checkout.exists() else ' (not fetched yet: dlperf sources fetch)'}"
+            f"[bold]{manifest.name}[/] ({manifest.profile}): "
+            f"{manifest.upstream.archive or manifest.upstream.url} @ {manifest.upstream.revision}"
+            f"{'' if checkout.exists() else ' (not fetched yet: dlperf sources fetch)'}",
+            soft_wrap=True,  # a URL broken across lines cannot be copied
         )
         console.print(
             f"knobs applied: {', '.join(knobs) or 'none'}; log format "

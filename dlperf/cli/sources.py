@@ -42,9 +42,7 @@ def sources_fetch(
         done.add(m.upstream.name)
         path = fetch_source(m.upstream, sources_dir=sources_dir, refetch=refetch)
         patches = upstream_patches(m.upstream)
-        console.print(
-            f"{m.upstream.name} @ {m.upstream.commit[:12]} + {len(patches)} patch(es): {path}"
-        )
+        console.print(f"{m.upstream.name} @ {m.upstream.short} + {len(patches)} patch(es): {path}")
 
 
 def sources_verify(names: o.ManifestNames = None, profile: o.Profile = None) -> None:
@@ -58,7 +56,7 @@ def sources_verify(names: o.ManifestNames = None, profile: o.Profile = None) -> 
         if st.state == "missing":
             console.print(f"{m.name}: [yellow]not fetched[/] (dlperf sources fetch {m.name})")
         elif st.state == "ready":
-            console.print(f"{m.name}: [green]ok[/] {m.upstream.commit[:12]} {esc(str(st.path))}")
+            console.print(f"{m.name}: [green]ok[/] {m.upstream.short} {esc(str(st.path))}")
         else:
             console.print(f"{m.name}: [red]bad[/] {esc(st.state.removeprefix('broken: '))}",
                           highlight=False)  # fmt: skip

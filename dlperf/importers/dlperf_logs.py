@@ -161,7 +161,7 @@ def import_logs(
                     "warnings": [
                         *result.warnings,
                         f"imported logs: the upstream commit is the manifest's "
-                        f"({manifest.upstream.commit[:12]}); the patches they ran with are "
+                        f"({manifest.upstream.short}); the patches they ran with are "
                         "not known",
                     ]
                 }

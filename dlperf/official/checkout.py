@@ -1,9 +1,11 @@
 """Official upstream implementations' pinned checkouts and tracked patches.
 
-`fetch_source` clones a manifest's upstream into a cache at exactly its commit and applies
-the patches in `patches/<upstream>/` with `git apply`; a marker written last records what the
-checkout is, and `verify_checkout` checks it again before every use. Results carry the upstream
-URL, commit and each patch's sha256 (`SourceInfo`).
+`fetch_source` clones a manifest's upstream into a cache at exactly its commit (or unpacks its
+release archive after checking the archive's sha256, and commits the files as they are, so the
+same git checks hold) and applies the patches in `patches/<upstream>/` with `git apply`; a
+marker written last records what the checkout is, and `verify_checkout` checks it again before
+every use. Results carry the upstream URL, commit (or archive digest) and each patch's sha256
+(`SourceInfo`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import json
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +31,14 @@ from dlperf.schema import SourceInfo
 
 MARKER = ".dlperf-source.json"
 GIT_TIMEOUT_S = 60.0
+DOWNLOAD_TIMEOUT_S = 120.0
+# The identity and date of the commit an archive's files are recorded in: fixed, so the same
+# archive always gives the same commit.
+_IMPORT_ENV = {
+    "GIT_AUTHOR_NAME": "dlperf", "GIT_AUTHOR_EMAIL": "dlperf@localhost",
+    "GIT_COMMITTER_NAME": "dlperf", "GIT_COMMITTER_EMAIL": "dlperf@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}  # fmt: skip
 
 
 def sources_root() -> Path:
@@ -50,7 +63,7 @@ def upstream_patches(upstream: Upstream, root: Path | None = None) -> list[Patch
 
 
 def checkout_dir(upstream: Upstream) -> Path:
-    return sources_root() / f"{upstream.name}-{upstream.commit[:12]}"
+    return sources_root() / f"{upstream.name}-{upstream.short.replace(':', '-')}"
 
 
 def _git(
@@ -88,8 +101,8 @@ class GitError(DlperfError):
 def source_info(upstream: Upstream, patches: list[Patch], profile: str) -> SourceInfo:
     return SourceInfo(
         name=upstream.name,
-        url=redact_value(upstream.url),  # a token in a clone URL is not stored
-        commit=upstream.commit,
+        url=redact_value(upstream.archive or upstream.url),  # a token in a URL is not stored
+        commit=upstream.revision,
         patches={p.name: p.sha256 for p in patches},
         profile=profile,
     )
@@ -102,11 +115,13 @@ def fetch_source(
     refetch: bool = False,
     patches_dir: Path | None = None,
 ) -> Path:
-    """A verified checkout of `upstream` at its commit with its patches applied (cached).
+    """A verified checkout of `upstream` at its commit (or of its release archive) with its
+    patches applied (cached).
 
-    `sources_dir` is an existing clone to take the commit from instead of the network (it is
-    read, never modified). A patch that does not apply aborts with git's reason, and nothing
-    half-made is left in the cache.
+    `sources_dir` is an existing clone to take the commit from instead of the network, or for
+    an archive upstream a folder holding the archive (it is read, never modified).
+    A patch that does not apply aborts with git's reason, and nothing half-made is left in the
+    cache.
     """
     dest = checkout_dir(upstream)
     patches = upstream_patches(upstream, patches_dir)
@@ -123,11 +138,14 @@ def fetch_source(
     shutil.rmtree(partial, ignore_errors=True)
     try:
         _git(["init", "--quiet", str(partial)])
-        origin = str(sources_dir.resolve()) if sources_dir else upstream.url
-        if sources_dir and not sources_dir.is_dir():
-            raise DlperfError(f"--sources-dir {sources_dir} is not a directory")
-        _fetch_commit(partial, origin, upstream, offline_hint=sources_dir is None)
-        _git(["checkout", "--quiet", "--detach", upstream.commit], cwd=partial)
+        if upstream.archive:
+            _import_archive(partial, upstream, sources_dir)
+        else:
+            origin = str(sources_dir.resolve()) if sources_dir else upstream.url
+            if sources_dir and not sources_dir.is_dir():
+                raise DlperfError(f"--sources-dir {sources_dir} is not a directory")
+            _fetch_commit(partial, origin, upstream, offline_hint=sources_dir is None)
+            _git(["checkout", "--quiet", "--detach", upstream.commit], cwd=partial)
         for patch in patches:
             _apply_patch(partial, patch)
         _write_marker(partial, upstream, patches)
@@ -163,6 +181,71 @@ def _fetch_commit(repo: Path, origin: str, upstream: Upstream, *, offline_hint: 
         ) from exc
 
 
+def _import_archive(repo: Path, upstream: Upstream, sources_dir: Path | None) -> None:
+    """Unpack the archive's single top folder into `repo` and commit it (detached HEAD)."""
+    name = upstream.archive_name
+    with tempfile.TemporaryDirectory() as tmp:
+        if sources_dir is None:
+            path = Path(tmp) / name
+            _download(upstream, path)
+        else:
+            path = sources_dir / name
+            if not path.is_file():
+                raise DlperfError(
+                    f"--sources-dir {sources_dir} holds no {name}; download {upstream.archive} "
+                    "into it"
+                )
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != upstream.sha256:
+            raise DlperfError(
+                f"{path} has sha256 {digest}, the manifest pins {upstream.sha256} "
+                f"({upstream.name}): not the release it names, so nothing was unpacked"
+            )
+        unpacked = Path(tmp) / "unpacked"
+        try:
+            with tarfile.open(path) as tar:
+                _extract(tar, unpacked)
+        except (tarfile.TarError, OSError) as exc:
+            raise DlperfError(f"cannot unpack {path}: {exc}") from exc
+        tops = list(unpacked.iterdir())
+        root = tops[0] if len(tops) == 1 and tops[0].is_dir() else unpacked
+        for item in root.iterdir():
+            shutil.move(str(item), repo / item.name)
+    _git(["add", "--all", "."], cwd=repo)
+    message = f"{name} (sha256 {upstream.sha256}) as published at {upstream.archive}"
+    _git(["commit", "--quiet", "--no-verify", "--no-gpg-sign", "-m", message], cwd=repo,
+         env=_IMPORT_ENV)  # fmt: skip
+    _git(["checkout", "--quiet", "--detach"], cwd=repo)
+
+
+def _extract(tar: tarfile.TarFile, dest: Path) -> None:
+    """Extract refusing absolute paths, `..`, links leaving `dest` and devices (tarfile's
+    "data" filter; its own rule on Pythons too old to have it)."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, filter="data")
+        return
+    for member in tar.getmembers():  # pragma: no cover - Python < 3.10.12 / 3.11.4
+        target = (dest / member.name).resolve()
+        if not (member.isfile() or member.isdir()) or not target.is_relative_to(dest.resolve()):
+            raise tarfile.TarError(f"refusing {member.name!r} (a link, device or outside path)")
+    tar.extractall(dest)  # noqa: S202 - every member checked above
+
+
+def _download(upstream: Upstream, dest: Path) -> None:
+    try:
+        with (
+            urllib.request.urlopen(upstream.archive, timeout=DOWNLOAD_TIMEOUT_S) as response,
+            dest.open("wb") as f,
+        ):
+            shutil.copyfileobj(response, f)
+    except (urllib.error.URLError, OSError) as exc:
+        raise DlperfError(
+            f"cannot download {upstream.archive} ({upstream.name}; offline?): {exc}\n"
+            "Download it where the network reaches, copy it into a folder here and run again "
+            "with --sources-dir FOLDER."
+        ) from exc
+
+
 def _apply_patch(repo: Path, patch: Patch) -> None:
     try:
         _git(["apply", "--check", str(patch.path)], cwd=repo)
@@ -178,8 +261,9 @@ def _apply_patch(repo: Path, patch: Patch) -> None:
 def _write_marker(repo: Path, upstream: Upstream, patches: list[Patch]) -> None:
     data = {
         "name": upstream.name,
-        "url": redact_value(upstream.url),
-        "commit": upstream.commit,
+        "url": redact_value(upstream.archive or upstream.url),
+        "commit": upstream.revision,
+        "head": _git(["rev-parse", "HEAD"], cwd=repo),
         "patches": {p.name: p.sha256 for p in patches},
         "patch_order": [p.name for p in patches],
     }
@@ -198,8 +282,13 @@ def verify_checkout(upstream: Upstream, repo: Path, patches: list[Patch] | None 
         raise DlperfError(f"{repo} is not a finished dlperf checkout (no {MARKER}); refetch it")
     recorded = json.loads(marker.read_text())
     head = _git(["rev-parse", "HEAD"], cwd=repo)
-    if head != upstream.commit:
-        raise DlperfError(f"{repo} is at {head}, the manifest pins {upstream.commit}; refetch it")
+    if recorded.get("commit") != upstream.revision:
+        raise DlperfError(
+            f"{repo} holds {recorded.get('commit')}, the manifest pins {upstream.revision}; "
+            "refetch it"
+        )
+    if head != (upstream.commit or recorded.get("head")):
+        raise DlperfError(f"{repo} is at {head}, not the commit it was fetched at; refetch it")
     want = {p.name: p.sha256 for p in patches}
     if recorded.get("patches") != want:
         raise DlperfError(
@@ -207,12 +296,12 @@ def verify_checkout(upstream: Upstream, repo: Path, patches: list[Patch] | None 
             f"{upstream.name}/ now holds {sorted(want)} (or their contents changed); refetch it"
         )
     # The working tree must be exactly the commit plus these patches: compare tree hashes.
-    expected = _patched_tree(repo, upstream.commit, patches)
+    expected = _patched_tree(repo, head, patches)
     actual = _worktree_tree(repo)
     if expected != actual:
         differ = _git(["diff", "--name-only", expected, actual], cwd=repo).split()
         raise DlperfError(
-            f"{repo} differs from {upstream.commit[:12]} + its patches in "
+            f"{repo} differs from {upstream.short} + its patches in "
             f"{', '.join(differ[:5]) or 'file modes'}; refetch it (dlperf sources fetch --refetch)"
         )
 

@@ -28,6 +28,7 @@ from pydantic import (
 
 from dlperf import DlperfError
 from dlperf.logformats import FORMATS
+from dlperf.schema import short_revision
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,17 +91,51 @@ class _Strict(BaseModel):
 
 
 class Upstream(_Strict):
+    """Where an official implementation's code comes from: a git repository at a full commit,
+    or, for an upstream whose release exists only as a published archive (a PyPI sdist, a
+    release tarball), that archive pinned by its sha256."""
+
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
-    url: str
-    commit: str
+    url: str  # the repository (and, for a git upstream, where it is fetched from)
+    commit: str = ""
     ref: str = ""
+    archive: str = ""  # the release archive's URL (.tar.gz), instead of a commit
+    sha256: str = ""  # of the archive's bytes, as its publisher lists it
 
     @field_validator("commit")
     @classmethod
     def _full_commit(cls, v: str) -> str:
-        if not _HEX40.match(v):
+        if v and not _HEX40.match(v):
             raise ValueError(f"commit must be a full 40-hex git commit, got {v!r}")
         return v
+
+    @model_validator(mode="after")
+    def _one_pin(self) -> Upstream:
+        if bool(self.commit) == bool(self.archive):
+            raise ValueError(
+                "set either commit (a git upstream) or archive + sha256 (a release archive)"
+            )
+        if self.archive:
+            if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
+                raise ValueError(f"archive needs its sha256 (64 hex digits), got {self.sha256!r}")
+            if not self.archive_name.endswith((".tar.gz", ".tgz", ".tar")):
+                raise ValueError(f"archive must be a .tar.gz, .tgz or .tar, got {self.archive!r}")
+        elif self.sha256:
+            raise ValueError("sha256 pins an archive; a git upstream is pinned by its commit")
+        return self
+
+    @property
+    def archive_name(self) -> str:
+        return self.archive.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def revision(self) -> str:
+        """The pin as results record it: the commit, or `sha256:<hex>` of the archive."""
+        return self.commit or f"sha256:{self.sha256}"
+
+    @property
+    def short(self) -> str:
+        return short_revision(self.revision)
 
 
 class MeasureWindow(_Strict):

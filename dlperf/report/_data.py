@@ -15,6 +15,7 @@ from dlperf.schema import (
     RepeatStatus,
     Result,
     ResultStatus,
+    short_revision,
 )
 from dlperf.store import latest_per_config, single_device_key
 
@@ -181,7 +182,7 @@ def source_label(result: Result) -> str:
     if result.spec.impl != "official":
         return ""
     name = result.spec.source or (result.source.name if result.source else "?")
-    return f"{name} @ {result.source.commit[:12]}" if result.source else name
+    return f"{name} @ {short_revision(result.source.commit)}" if result.source else name
 
 
 def repeats_in_order(result: Result) -> list[Repeat]:
