@@ -144,7 +144,7 @@ def model_checks_table(checks) -> Table:
 
 def sources_table(states) -> Table:
     table = Table(
-        "profile", "manifest", "framework model", "commit", "log format", "env", "checkout",
+        "profile", "manifest", "framework model", "pin", "log format", "env", "checkout",
         box=None,
     )  # fmt: skip
     for st in sorted(states, key=lambda st: (st.manifest.profile, st.manifest.name)):
