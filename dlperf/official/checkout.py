@@ -210,6 +210,8 @@ def _import_archive(repo: Path, upstream: Upstream, sources_dir: Path | None) ->
         tops = list(unpacked.iterdir())
         root = tops[0] if len(tops) == 1 and tops[0].is_dir() else unpacked
         for item in root.iterdir():
+            if item.name == ".git":
+                raise DlperfError(f"{path} holds a .git folder; a release archive should not")
             shutil.move(str(item), repo / item.name)
     _git(["add", "--all", "."], cwd=repo)
     message = f"{name} (sha256 {upstream.sha256}) as published at {upstream.archive}"
