@@ -23,6 +23,7 @@ from pathlib import Path
 from dlperf import DlperfError
 from dlperf.compare import Significance, check_threshold, judge, significance
 from dlperf.index import IndexedResult, Refresh, open_index
+from dlperf.schema import short_revision
 from dlperf.store import SkippedResult
 
 FIRST = "first"
@@ -67,7 +68,7 @@ def commit_label(commit: str | None, dirty: bool | None) -> str | None:
     """A commit's short form, "+dirty" when tracked files differed from it."""
     if commit is None:
         return None
-    return commit[:COMMIT_CHARS] + ("+dirty" if dirty else "")
+    return short_revision(commit, COMMIT_CHARS) + ("+dirty" if dirty else "")
 
 
 # What "changed since the previous point" compares: (label, the value it reads).

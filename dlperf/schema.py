@@ -456,10 +456,10 @@ class Environment(_Frozen):
     workdir_dirty: bool | None = None
 
 
-def short_revision(revision: str) -> str:
-    """A commit's first 12 hex digits, or `sha256:` and an archive digest's first 12."""
+def short_revision(revision: str, digits: int = 12) -> str:
+    """A commit's first hex digits, or `sha256:` and an archive digest's first digits."""
     kind, _, digest = revision.rpartition(":")
-    return f"{kind}:{digest[:12]}" if kind else revision[:12]
+    return f"{kind}:{digest[:digits]}" if kind else revision[:digits]
 
 
 class SourceInfo(_Frozen):

@@ -431,3 +431,11 @@ def test_official_results_show_their_upstream_commit_change(tmp_path: Path) -> N
             for r, c in zip(made, "cd", strict=True)]  # fmt: skip
     store(tmp_path, *made)
     assert history_points(tmp_path)[1].changes == (f"upstream {'c' * 12} -> {'d' * 12}",)
+
+
+def test_commit_labels_keep_an_archive_pins_kind() -> None:
+    from dlperf.history import commit_label
+
+    assert commit_label("0123456789abcdef" * 2 + "01234567", True) == "0123456789ab+dirty"
+    assert commit_label("sha256:" + "90ffccda8e3a" * 5 + "abcd", None) == "sha256:90ffccda8e3a"
+    assert commit_label(None, None) is None

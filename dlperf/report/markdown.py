@@ -524,7 +524,7 @@ def _implementations(results: Sequence[Result]) -> list[str]:
     return [
         "### Implementations",
         "",
-        *_table(["framework", "profile", "manifest", "upstream @ commit", "patches"], rows),
+        *_table(["framework", "profile", "manifest", "upstream @ pin", "patches"], rows),
     ]
 
 
