@@ -75,9 +75,9 @@ def test_manifest_is_the_current_default_with_its_own_upstream_name() -> None:
     assert "xla" in m.unsupported
 
 
-def dry_run(tmp_path: Path, *extra: str) -> str:
+def dry_run(tmp_path: Path, *extra: str, model: str = "resnet50") -> str:
     out = dlperf(
-        "run", "paddle", "resnet50", "--impl", "official", "--profile", "current",
+        "run", "paddle", model, "--impl", "official", "--profile", "current",
         "--dry-run", *extra, env={"DLPERF_HOME": str(tmp_path)},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr + out.stdout
@@ -113,10 +113,14 @@ def test_dry_run_amp(tmp_path: Path) -> None:
     assert out.endswith("-o AMP.use_amp=True -o AMP.level=O1")
 
 
-def test_dry_run_two_nodes_of_eight(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("model", "per_gpu_batch"),
+    [("resnet50", "-o DataLoader.Train.sampler.batch_size=128 "), ("bert", "--batch_size 32 ")],
+)
+def test_dry_run_two_nodes_of_eight(model: str, per_gpu_batch: str, tmp_path: Path) -> None:
     out = dry_run(
         tmp_path, "--device", "cuda", "--nodes", "2", "--devices-per-node", "8",
-        "--hosts", "10.0.0.1,10.0.0.2",
+        "--hosts", "10.0.0.1,10.0.0.2", model=model,
     )  # fmt: skip
     assert "knobs applied: batch_size, steps, synthetic, fp32, no_xla, multi_node;" in out
     gpus = "0,1,2,3,4,5,6,7"
@@ -127,18 +131,27 @@ def test_dry_run_two_nodes_of_eight(tmp_path: Path) -> None:
             f"PADDLE_RANK={rank} POD_IP={ip} "
         ) in out
     assert out.count(f"-m paddle.distributed.launch --gpus {gpus} --log_dir") == 2
-    assert out.count("-o DataLoader.Train.sampler.batch_size=128 ") == 2  # per GPU
+    assert out.count(per_gpu_batch) == 2  # per GPU
 
 
-def test_dry_run_on_cpu_with_a_users_interpreter(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("model", "tail"),
+    [
+        ("resnet50", "-o AMP.use_amp=False -o Global.device=cpu"),  # the later -o wins
+        ("bert", "--use_amp false --device cpu"),  # argparse: the later --device wins
+    ],
+)
+def test_dry_run_on_cpu_with_a_users_interpreter(model: str, tail: str, tmp_path: Path) -> None:
     python = tmp_path / "site" / "bin" / "python3"  # there, but a dry run does not probe it
     python.parent.mkdir(parents=True)
     python.write_text("#!/bin/sh\nexit 1\n")
     python.chmod(0o755)
-    out = dry_run(tmp_path, "--device", "cpu", "--python", str(python), "--batch-size", "2")
+    out = dry_run(
+        tmp_path, "--device", "cpu", "--python", str(python), "--batch-size", "2", model=model
+    )
     assert "knobs applied: batch_size, steps, synthetic, fp32, no_xla, cpu;" in out
     assert f"{python} -m paddle.distributed.launch --gpus 0 " in out
-    assert out.endswith("-o AMP.use_amp=False -o Global.device=cpu")  # the later -o wins
+    assert out.endswith(tail)
 
 
 def test_dry_run_with_a_dataset_reads_it_instead_of_synthetic_data(tmp_path: Path) -> None:
@@ -327,12 +340,7 @@ def test_bert_manifest_is_the_current_default_with_its_own_upstream_name() -> No
 
 
 def bert_dry_run(tmp_path: Path, *extra: str) -> str:
-    out = dlperf(
-        "run", "paddle", "bert", "--impl", "official", "--profile", "current",
-        "--dry-run", *extra, env={"DLPERF_HOME": str(tmp_path)},
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr + out.stdout
-    return " ".join(out.stdout.split())  # rich wraps long lines
+    return dry_run(tmp_path, *extra, model="bert")
 
 
 BERT_COMMON = (
@@ -364,34 +372,6 @@ def test_bert_dry_run_amp(tmp_path: Path) -> None:
     assert "knobs applied: batch_size, steps, synthetic, amp, no_xla;" in out
     assert "--batch_size 64 " in out
     assert out.endswith("--use_amp true")  # upstream's --amp_level default: O2
-
-
-def test_bert_dry_run_two_nodes_of_eight(tmp_path: Path) -> None:
-    out = bert_dry_run(
-        tmp_path, "--device", "cuda", "--nodes", "2", "--devices-per-node", "8",
-        "--hosts", "10.0.0.1,10.0.0.2",
-    )  # fmt: skip
-    assert "knobs applied: batch_size, steps, synthetic, fp32, no_xla, multi_node;" in out
-    gpus = "0,1,2,3,4,5,6,7"
-    for rank, ip in enumerate(("10.0.0.1", "10.0.0.2")):
-        assert f"node {rank} ({ip}):" in out
-        assert (
-            f"CUDA_VISIBLE_DEVICES={gpus} PADDLE_MASTER=10.0.0.1:29500 PADDLE_NNODES=2 "
-            f"PADDLE_RANK={rank} POD_IP={ip} "
-        ) in out
-    assert out.count(f"-m paddle.distributed.launch --gpus {gpus} --log_dir") == 2
-    assert out.count("--batch_size 32 ") == 2  # per GPU
-
-
-def test_bert_dry_run_on_cpu_with_a_users_interpreter(tmp_path: Path) -> None:
-    python = tmp_path / "site" / "bin" / "python3"  # there, but a dry run does not probe it
-    python.parent.mkdir(parents=True)
-    python.write_text("#!/bin/sh\nexit 1\n")
-    python.chmod(0o755)
-    out = bert_dry_run(tmp_path, "--device", "cpu", "--python", str(python), "--batch-size", "2")
-    assert "knobs applied: batch_size, steps, synthetic, fp32, no_xla, cpu;" in out
-    assert f"{python} -m paddle.distributed.launch --gpus 0 " in out
-    assert out.endswith("--use_amp false --device cpu")  # argparse: the later --device wins
 
 
 def test_bert_dry_run_with_a_dataset_reads_its_files(tmp_path: Path) -> None:
