@@ -34,7 +34,7 @@ from dlperf.assemble import build_result
 from dlperf.history import HistoryFilters, history_points
 from dlperf.index import INDEX_FILE, open_index
 from dlperf.schema import BenchmarkSpec, Environment, Repeat, RepeatStatus, Window
-from dlperf.store import load_results
+from dlperf.store import ResultStore
 
 FRAMEWORKS = ("pytorch", "tensorflow", "paddle", "mxnet", "oneflow")
 BATCHES = (8, 16, 32, 64, 128, 256)
@@ -116,7 +116,7 @@ def bench(n: int, configs: int, keep: Path | None) -> None:
         print(f"{n} results in {configs} configurations ({folder})", flush=True)
         paths = timed("write the synthetic results", lambda: write_results(folder, n, configs))
         loaded = timed("parse every file (store.load_results, as report)",
-                       lambda: load_results(folder))  # fmt: skip
+                       lambda: ResultStore(folder).results())  # fmt: skip
         assert len(loaded) == n
 
         def refresh():

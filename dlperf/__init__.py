@@ -10,3 +10,11 @@ class DlperfError(Exception):
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class NothingComparable(DlperfError):
+    """A comparison found nothing to compare (no benchmark in common, other machines): exit
+    code 3, so that a check that compared nothing never passes."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=3)

@@ -33,7 +33,12 @@ MAX_OPTION_CHARS = 64  # a --set value is a number or a name; it is part of the 
 class WorkloadOption:
     """One `--set KEY=VALUE` a workload takes: a one-line help and the values it accepts
     (`kind` int, float or str; `choices` for a str; inclusive bounds `ge` / `le`, `gt` for an
-    exclusive lower bound). Checked before anything runs, so a typo never reaches a repeat."""
+    exclusive lower bound). Checked before anything runs, so a typo never reaches a repeat.
+
+    `setting`: the key changes how the workload runs (a best-practice switch, the thread
+    budget, the seed), so another value is an ablation of the same benchmark; False when it
+    changes what is measured (the calibration's step period, a microbenchmark's sizes), so
+    another value is another benchmark (`dlperf.identity`)."""
 
     help: str
     kind: type = str
@@ -41,6 +46,7 @@ class WorkloadOption:
     ge: float | None = None
     gt: float | None = None
     le: float | None = None
+    setting: bool = True
 
     def accepts(self) -> str:
         """What a valid value looks like, for the error message: "an integer >= 1"."""
@@ -85,13 +91,13 @@ def choice(help: str, *choices: str) -> WorkloadOption:
     return WorkloadOption(help, choices=choices)
 
 
-def integer(help: str, ge: int = 1, le: int = 2**31 - 1) -> WorkloadOption:
-    return WorkloadOption(help, int, ge=ge, le=le)
+def integer(help: str, ge: int = 1, le: int = 2**31 - 1, *, setting: bool = True) -> WorkloadOption:
+    return WorkloadOption(help, int, ge=ge, le=le, setting=setting)
 
 
 def number(help: str, *, gt: float | None = None, ge: float | None = None,
-           le: float | None = None) -> WorkloadOption:  # fmt: skip
-    return WorkloadOption(help, float, gt=gt, ge=ge, le=le)
+           le: float | None = None, setting: bool = True) -> WorkloadOption:  # fmt: skip
+    return WorkloadOption(help, float, gt=gt, ge=ge, le=le, setting=setting)
 
 
 THREADS_MAX = 4096
@@ -132,6 +138,13 @@ class Adapter(ABC):
 
     def runs(self, model: str) -> bool:
         return model in self.models or model in self.micro_models
+
+    def option_declarations(self, model: str) -> Mapping[str, WorkloadOption | str]:
+        """Every `--set` key this adapter takes for `model` (a microbenchmark's included),
+        each with the values it accepts."""
+        if model in self.micro_models:
+            return {**MICRO_COMMON, **MICRO_OPTIONS[model]}
+        return self.option_keys(model)
 
     def option_keys(self, model: str) -> Mapping[str, WorkloadOption | str]:
         """`--set KEY=VALUE` keys this adapter accepts for `model`, each with its one-line help
@@ -307,16 +320,20 @@ class WorkloadScriptAdapter(Adapter):
 
 
 MICRO_MODELS = ("linear", "embeddingbag")
-MICRO_OPTIONS = {
+MICRO_OPTIONS = {  # sizes: what a microbenchmark measures, so not settings
     "linear": {
-        "in_features": integer("the first layer's input width (default 1024)"),
-        "out_features": integer("every layer's output width (default 1024)"),
-        "layers": integer("how many Linear layers (default 4; FAMBench's full depth is 20)"),
+        "in_features": integer("the first layer's input width (default 1024)", setting=False),
+        "out_features": integer("every layer's output width (default 1024)", setting=False),
+        "layers": integer(
+            "how many Linear layers (default 4; FAMBench's full depth is 20)", setting=False
+        ),
     },
     "embeddingbag": {
-        "num_embeddings": integer("table rows (default 4,800,000: 1.07 GB in fp32)"),
-        "embedding_dim": integer("row width (default 56)"),
-        "bag_size": integer("rows pooled per sample (default 34)"),
+        "num_embeddings": integer(
+            "table rows (default 4,800,000: 1.07 GB in fp32)", setting=False
+        ),
+        "embedding_dim": integer("row width (default 56)", setting=False),
+        "bag_size": integer("rows pooled per sample (default 34)", setting=False),
     },
 }
 MICRO_COMMON = {

@@ -1,16 +1,17 @@
-"""`dlperf compare A B`: configuration by configuration, did B get faster or slower than A?
+"""`dlperf compare A B`: benchmark by benchmark, on the same machine, did B get faster or slower
+than A, and what else differs between them?
+
+Results are paired by benchmark + machine (`dlperf.identity`): the same benchmark with other
+settings (an ablation, `--set channels_last=1`) is a pair whose settings differ, named in the
+row; environment differences (framework, Python, packages, dlperf commit) are listed too. Two
+machines are never compared unless asked (`--across-machines`), and then the machines are
+printed first. A comparison that paired nothing is not a pass: it says why (exit code 3).
 
 Each side's number is the median of its ok repeats. A change counts only when it is larger
-than the threshold (default 5 %) AND it is significant: the exact two-sided Mann-Whitney U
-test on the repeats at alpha 0.05, or, when the repeat counts are too small for that test to
-ever reach alpha (3 vs 3 repeats: its smallest p is 0.1), the two 95 % Student t confidence
-intervals of the mean not overlapping. A significant drop beyond the threshold is a regression.
-
-That fallback computes the mean's t-interval from each side's repeat values here; it does not
-use the stored summaries' interval, which is the median's distribution-free one and needs six
-repeats (`stats.median_ci_ranks`): the test only falls back when one side has three repeats or
-fewer, where no such interval exists. The t-interval assumes roughly normal repeats, a weaker
-footing than the rank test's, which is why it is only the fallback.
+than the threshold (default 5 %) AND it is significant by `stats.significance` (the exact
+two-sided Mann-Whitney U test at alpha 0.05, or, with too few repeats for it, the 95 % Student
+t intervals of the means not overlapping). A significant drop beyond the threshold is a
+regression.
 """
 
 from __future__ import annotations
@@ -22,16 +23,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf import DlperfError
+from dlperf.identity import differences, identity_of, machine_of, settings_label
+from dlperf.resultio import load_result
+from dlperf.rows import metric_values, result_row
 from dlperf.schema import Result
-from dlperf.stats import mann_whitney_p, mean_t_interval, smallest_p
-from dlperf.store import latest_per_config, load_result, load_results
+from dlperf.stats import ALPHA, judge
+from dlperf.store import ResultStore
 
-ALPHA = 0.05
+REGRESSION = 2  # exit codes of `dlperf compare` (0: no significant regression)
+NOTHING_COMPARABLE = 3
 
 
 @dataclass(frozen=True)
 class Row:
-    key: str
+    """One pair: A's and B's result of one benchmark (on one machine, unless compared across
+    machines), how B's median changed and whether it counts."""
+
+    benchmark: str
+    machine: str  # A's machine label (B's is `machine_b` when it differs)
     metric: str
     higher_is_better: bool
     a: float
@@ -41,92 +50,46 @@ class Row:
     p: float | None
     significant: bool
     verdict: str  # "regression", "improvement", "no change", "within noise"
+    a_id: str
+    b_id: str
+    settings_a: str
+    settings_b: str
+    differences: tuple[str, ...]  # settings first, then environment ("framework 2.1 -> 2.2")
+    machine_b: str | None = None
 
 
-def load_side(path: Path) -> dict[str, Result]:
-    """A results folder (newest result per configuration) or one result file."""
+@dataclass(frozen=True)
+class Comparison:
+    """Everything `dlperf compare` found."""
+
+    rows: list[Row]
+    only_a: list[str]  # "benchmark on machine [settings]" of results with no partner in B
+    only_b: list[str]
+    notes: list[str]  # pairs that could not be judged (no ok repeat on one side)
+    machines_a: list[str]
+    machines_b: list[str]
+    across_machines: bool = False
+    reason: str | None = None  # why nothing was comparable (exit code 3); None when some was
+    threshold: float = 0.05
+
+    @property
+    def exit_code(self) -> int:
+        if self.reason is not None:
+            return NOTHING_COMPARABLE
+        return REGRESSION if any(r.verdict == "regression" for r in self.rows) else 0
+
+
+def load_side(path: Path) -> list[Result]:
+    """A results folder (the newest result of each benchmark x machine x settings) or one
+    result file."""
     if path.is_file():
-        result = load_result(path)
-        return {result.spec.config_key(): result}
+        return [load_result(path)]
     if not path.is_dir():
         raise DlperfError(f"{path}: no such results folder or result file")
-    results = latest_per_config(load_results(path))
+    results = ResultStore(path).newest()
     if not results:
         raise DlperfError(f"{path}: no results in this folder")
-    return {r.spec.config_key(): r for r in results}
-
-
-def values_of(result: Result) -> tuple[str, list[float], bool]:
-    """(metric name, the ok repeats' values, higher is better) for one result."""
-    ok = [r for r in result.repeats if r.status.value == "ok"]
-    runs = [r.loadgen for r in ok if r.loadgen]
-    if runs and runs[0].unit == "ms":  # LoadGen's stream scenarios: a latency
-        return runs[0].metric, [r.value for r in runs], False
-    return "samples/s", [r.throughput for r in ok if r.throughput is not None], True
-
-
-@dataclass(frozen=True)
-class Significance:
-    """Whether two sides' repeat values differ, by the test of this module's docstring."""
-
-    test: str
-    p: float | None
-    significant: bool
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """B's repeats against A's: the change of the medians and whether it counts."""
-
-    change: float  # median(b) / median(a) - 1
-    test: str  # how significance was judged
-    p: float | None
-    significant: bool
-    verdict: str  # "regression", "improvement", "no change", "within noise"
-
-
-def significance(va: Sequence[float], vb: Sequence[float]) -> Significance:
-    """The exact Mann-Whitney U test, or the t-intervals' fallback when the repeat counts are
-    too small for it to reach ALPHA (both sides non-empty). `dlperf.index` keeps this per pair
-    of result files: bump index.INDEX_FORMAT whenever the test changes."""
-    if smallest_p(len(va), len(vb)) <= ALPHA:
-        p = mann_whitney_p(va, vb)
-        return Significance("Mann-Whitney U", p, p <= ALPHA)
-    (low_a, high_a), (low_b, high_b) = mean_t_interval(va), mean_t_interval(vb)
-    # "95% CI overlap": of the means (module docstring)
-    return Significance("95% CI overlap", None, high_a < low_b or high_b < low_a)
-
-
-def judge(
-    va: Sequence[float],
-    vb: Sequence[float],
-    higher_is_better: bool,
-    threshold: float,
-    known: Significance | None = None,
-) -> Verdict:
-    """B's values against A's (both non-empty): a change beyond `threshold` that is significant
-    is an improvement or a regression. `known`: `significance(va, vb)` computed earlier."""
-    sig = known or significance(va, vb)
-    change = statistics.median(vb) / statistics.median(va) - 1
-    worse = change < 0 if higher_is_better else change > 0
-    if abs(change) <= threshold:
-        verdict = "no change"
-    elif not sig.significant:
-        verdict = "within noise"
-    else:
-        verdict = "regression" if worse else "improvement"
-    return Verdict(change, sig.test, sig.p, sig.significant, verdict)
-
-
-def compare_results(a: Result, b: Result, threshold: float) -> Row | None:
-    metric, va, better_up = values_of(a)
-    _, vb, _ = values_of(b)
-    if not va or not vb:
-        return None
-    v = judge(va, vb, better_up, threshold)
-    return Row(a.spec.config_key(), metric, better_up, statistics.median(va),
-               statistics.median(vb), v.change, v.test, v.p, v.significant,
-               v.verdict)  # fmt: skip
+    return results
 
 
 def check_threshold(threshold: float) -> None:
@@ -136,42 +99,165 @@ def check_threshold(threshold: float) -> None:
         )
 
 
-def compare(a: Path, b: Path, threshold: float = 0.05) -> tuple[list[Row], list[str]]:
-    """Rows for the configurations both sides have, and notes on the ones only one has."""
-    check_threshold(threshold)
-    import pandas as pd
+def _name(result: Result) -> str:
+    settings = identity_of(result).settings
+    return (
+        f"{identity_of(result).benchmark} on {machine_of(result).label} "
+        f"[{settings_label(dict(settings))}]"
+    )
 
-    sides = [pd.DataFrame({"key": list(side), "result": list(side.values())})
-             for side in (load_side(a), load_side(b))]  # fmt: skip
-    joined = pd.merge(*sides, on="key", how="outer", suffixes=("_a", "_b"), indicator="side")
+
+def pair(
+    side_a: Sequence[Result], side_b: Sequence[Result], across_machines: bool = False
+) -> tuple[list[tuple[Result, Result]], list[Result], list[Result]]:
+    """A's and B's results paired by benchmark and machine (by benchmark alone when
+    `across_machines`): equal settings first, then, among the rest of a benchmark, the
+    partners whose settings differ least; a same-machine partner always before another."""
+    pairs: list[tuple[Result, Result]] = []
+    left_a, left_b = list(side_a), list(side_b)
+    candidates = []
+    for i, a in enumerate(left_a):
+        ia = identity_of(a)
+        for j, b in enumerate(left_b):
+            ib = identity_of(b)
+            if ia.benchmark != ib.benchmark or (ia.machine != ib.machine and not across_machines):
+                continue
+            differing = len(set(ia.settings) ^ set(ib.settings))
+            candidates.append(((ia.machine != ib.machine, differing, i, j), i, j))
+    used_a, used_b = set(), set()
+    for _, i, j in sorted(candidates):
+        if i not in used_a and j not in used_b:
+            used_a.add(i), used_b.add(j)
+            pairs.append((left_a[i], left_b[j]))
+    only_a = [a for i, a in enumerate(left_a) if i not in used_a]
+    only_b = [b for j, b in enumerate(left_b) if j not in used_b]
+    return pairs, only_a, only_b
+
+
+def compare_pair(a: Result, b: Result, threshold: float) -> Row | None:
+    """B's result against A's; None when one side has no ok repeat."""
+    metric, va, better_up = metric_values(a)
+    _, vb, _ = metric_values(b)
+    if not va or not vb:
+        return None
+    v = judge(va, vb, better_up, threshold)
+    ma, mb = machine_of(a), machine_of(b)
+    return Row(
+        benchmark=identity_of(a).benchmark,
+        machine=ma.label,
+        metric=metric,
+        higher_is_better=better_up,
+        a=statistics.median(va),
+        b=statistics.median(vb),
+        change=v.change,
+        test=v.test,
+        p=v.p,
+        significant=v.significant,
+        verdict=v.verdict,
+        a_id=a.id,
+        b_id=b.id,
+        settings_a=settings_label(dict(identity_of(a).settings)),
+        settings_b=settings_label(dict(identity_of(b).settings)),
+        differences=tuple(differences(result_row(a), result_row(b))),
+        machine_b=mb.label if mb.id != ma.id else None,
+    )
+
+
+def compare_results(
+    side_a: Sequence[Result],
+    side_b: Sequence[Result],
+    threshold: float = 0.05,
+    across_machines: bool = False,
+) -> Comparison:
+    """Pair the two sides' results and judge every pair (see the module docstring)."""
+    check_threshold(threshold)
+    pairs, only_a, only_b = pair(side_a, side_b, across_machines)
     rows, notes = [], []
-    for key, result_a, result_b, side in joined.sort_values("key").itertuples(index=False):
-        if side != "both":
-            notes.append(f"{key}: only in {'A' if side == 'left_only' else 'B'}")
-            continue
-        row = compare_results(result_a, result_b, threshold)
+    for a, b in pairs:
+        row = compare_pair(a, b, threshold)
         if row is None:
-            notes.append(f"{key}: no ok repeat on one side")
+            notes.append(f"{_name(a)}: no ok repeat on one side, not compared")
         else:
             rows.append(row)
-    return rows, notes
+    machines_a = sorted({machine_of(r).label for r in side_a})
+    machines_b = sorted({machine_of(r).label for r in side_b})
+    reason = None
+    if not rows:
+        common = {identity_of(r).benchmark for r in side_a} & {
+            identity_of(r).benchmark for r in side_b
+        }
+        if pairs:
+            reason = "no pair had ok repeats on both sides"
+        elif common and not across_machines:
+            reason = (
+                f"the benchmarks in common ran on different machines (A: "
+                f"{'; '.join(machines_a)}; B: {'; '.join(machines_b)}): add --across-machines "
+                "to compare them anyway"
+            )
+        else:
+            reason = "A and B have no benchmark in common"
+    rows.sort(key=lambda r: (r.benchmark, r.machine, r.settings_a, r.settings_b))
+    return Comparison(
+        rows=rows,
+        only_a=sorted(_name(r) for r in only_a),
+        only_b=sorted(_name(r) for r in only_b),
+        notes=sorted(notes),
+        machines_a=machines_a,
+        machines_b=machines_b,
+        across_machines=across_machines,
+        reason=reason,
+        threshold=threshold,
+    )
 
 
-def render_markdown(rows: list[Row], notes: list[str], threshold: float) -> str:
-    lines = [
-        f"Threshold {threshold:.0%}; significance: exact Mann-Whitney U at alpha {ALPHA}, or 95% "
-        "Student t confidence intervals of the means that do not overlap when there are too few "
-        "repeats for it.",
+def compare(
+    a: Path, b: Path, threshold: float = 0.05, across_machines: bool = False
+) -> Comparison:
+    """Compare two results folders (or result files)."""
+    check_threshold(threshold)
+    return compare_results(load_side(a), load_side(b), threshold, across_machines)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(c: Comparison) -> str:
+    """The comparison as Markdown: the machines, the test, a row per pair, what is only on one
+    side, and why nothing was comparable when that is so."""
+    lines = []
+    if c.across_machines:
+        lines += [
+            "**Across machines** (asked for with --across-machines): A ran on "
+            f"{'; '.join(c.machines_a)}; B ran on {'; '.join(c.machines_b)}.",
+            "",
+        ]
+    else:
+        lines += [f"Machine{'s' if len(c.machines_a) > 1 else ''}: "
+                  f"{'; '.join(sorted(set(c.machines_a) | set(c.machines_b)))}.", ""]  # fmt: skip
+    lines += [
+        f"Threshold {c.threshold:.0%}; significance: exact Mann-Whitney U at alpha {ALPHA}, or "
+        "95% Student t confidence intervals of the means that do not overlap when there are too "
+        "few repeats for it.",
         "",
-        "| configuration | metric | A | B | change | test | p | verdict |",
-        "|---|---|---:|---:|---:|---|---:|---|",
     ]
-    for r in rows:
+    if c.rows:
+        lines += [
+            "| benchmark | machine | metric | A | B | change | test | p | verdict | differences |",
+            "|---|---|---|---:|---:|---:|---|---:|---|---|",
+        ]
+    for r in c.rows:
         p = f"{r.p:.3g}" if r.p is not None else "–"
         mark = "**" if r.verdict == "regression" else ""
+        machine = r.machine + (f" -> {r.machine_b}" if r.machine_b else "")
         lines.append(
-            f"| {r.key} | {r.metric} | {r.a:.4g} | {r.b:.4g} | {r.change:+.1%} | {r.test} | "
-            f"{p} | {mark}{r.verdict}{mark} |"
+            f"| {_cell(r.benchmark)} | {_cell(machine)} | {r.metric} | {r.a:.4g} | {r.b:.4g} | "
+            f"{r.change:+.1%} | {r.test} | {p} | {mark}{r.verdict}{mark} | "
+            f"{_cell('; '.join(r.differences) or 'none')} |"
         )
-    lines += [f"- {n}" for n in notes]
+    lines += [f"- only in A: {n}" for n in c.only_a]
+    lines += [f"- only in B: {n}" for n in c.only_b]
+    lines += [f"- {n}" for n in c.notes]
+    if c.reason:
+        lines += ["", f"**Nothing compared:** {c.reason}."]
     return "\n".join(lines) + "\n"

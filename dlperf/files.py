@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import socket
@@ -72,9 +73,20 @@ def remove_empty_files(folder: Path) -> None:
         Path(folder).rmdir()
 
 
+@functools.cache
+def shared_mode() -> int:
+    """The mode a plain open() gives a new file under this process's umask (0644 under 022):
+    results, reports and sites are shared by a team, so they follow the umask, whereas the
+    temporary files `replaced` starts from are private (0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 @contextlib.contextmanager
-def replaced(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; when the block succeeds it becomes `path`.
+def replaced(path: Path, *, private: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; when the block succeeds it becomes `path`, with
+    the umask's mode (`shared_mode`), or 0600 when `private`.
 
     On any failure the temporary file is removed (and an OSError becomes StorageError); `path`
     keeps its old content, if it had one.
@@ -91,6 +103,7 @@ def replaced(path: Path) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        os.chmod(tmp, 0o600 if private else shared_mode())
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -100,10 +113,11 @@ def replaced(path: Path) -> Iterator[Path]:
         raise
 
 
-def atomic_write(path: Path, data: str | bytes) -> Path:
-    """Write `data` (text is UTF-8) to `path` whole or not at all; returns `path`."""
+def atomic_write(path: Path, data: str | bytes, *, private: bool = False) -> Path:
+    """Write `data` (text is UTF-8) to `path` whole or not at all; returns `path`. The file
+    follows the umask unless `private` (0600)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    with replaced(path) as tmp, open(tmp, "wb") as handle:
+    with replaced(path, private=private) as tmp, open(tmp, "wb") as handle:
         handle.write(raw)
         handle.flush()
         os.fsync(handle.fileno())  # a full disk may only say so here (NFS, delayed allocation)

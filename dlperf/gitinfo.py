@@ -16,6 +16,14 @@ GIT_TIMEOUT_S = 5.0
 # dlperf's source tree when it runs from a checkout (an editable install, PYTHONPATH): the
 # folder that holds the `dlperf` package.
 DLPERF_ROOT = Path(__file__).resolve().parent.parent
+# What of dlperf's checkout is the code that measures: a change elsewhere (the committed
+# reports/ that `scripts/quickstart` rewrites, results, a site, the README) is not a change to
+# how a number was measured, so it does not make a result "dirty".
+DLPERF_CODE = ("dlperf", "adapters", "third_party_scripts", "patches", "pyproject.toml",
+               "setup.py")  # fmt: skip
+# In the repository dlperf runs in: dlperf's own output folders (by their default names) are
+# not the user's code either.
+OUTPUT_FOLDERS = ("results", "reports", "site")
 
 
 def git(args: list[str], cwd: Path, timeout: float = GIT_TIMEOUT_S) -> str | None:
@@ -43,23 +51,26 @@ class Checkout:
     dirty: bool | None
 
 
-def checkout_of(folder: Path) -> Checkout | None:
+def checkout_of(folder: Path, pathspec: tuple[str, ...] = ()) -> Checkout | None:
     """The repository `folder` is in (its HEAD and dirtiness), or None outside any repository
-    or in one without a commit yet."""
+    or in one without a commit yet. `pathspec`: only these paths count towards dirtiness
+    (git pathspecs, from the repository's top)."""
     root = git(["rev-parse", "--show-toplevel"], folder)
     commit = git(["rev-parse", "--verify", "-q", "HEAD"], folder) if root else None
     if not root or not commit:
         return None
     # Untracked files do not count: new results and logs in a tracked tree are not a change
     # to the code that made them.
-    status = git(["status", "--porcelain", "--untracked-files=no"], folder)
+    spec = [f":(top){p}" if not p.startswith(":") else p for p in pathspec]
+    args = ["status", "--porcelain", "--untracked-files=no"]
+    status = git([*args, "--", *spec] if spec else args, folder)
     return Checkout(Path(root), commit, None if status is None else bool(status))
 
 
 def source_checkout(root: Path) -> Checkout | None:
     """The checkout rooted exactly at `root`, else None: a wheel's site-packages may sit inside
     some repository (a project's .venv), which is not the installed package's source."""
-    found = checkout_of(root)
+    found = checkout_of(root, DLPERF_CODE)
     if found is None or found.root.resolve() != root.resolve():
         return None
     return found
@@ -80,6 +91,11 @@ def provenance(workdir: Path | None = None) -> dict[str, str | bool | None]:
         here = checkout_of(workdir if workdir is not None else Path.cwd())
     except OSError:  # the current directory was removed
         here = None
+    if here is not None and own is not None and here.root.resolve() == own.root.resolve():
+        here = own  # dlperf run inside its own checkout: its code is what counts
+    elif here is not None:
+        outputs = tuple(f":(top,exclude){name}" for name in OUTPUT_FOLDERS)
+        here = checkout_of(here.root, outputs)
     return {
         "dlperf_commit": own.commit if own else None,
         "dlperf_dirty": own.dirty if own else None,

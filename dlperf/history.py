@@ -1,45 +1,52 @@
-"""`dlperf history`: each configuration's results over time, what changed between them, and
-whether each change of the median is significant, judged by `dlperf compare`'s test.
+"""`dlperf history`: each benchmark's results over time on each machine, what changed between
+them, and whether each change of the median is significant, judged by `dlperf compare`'s test.
+
+A series is one benchmark on one machine (`dlperf.identity`): two machines are never one line.
+A change of settings (an ablation, a new best practice) or of environment (framework, Python,
+packages, dlperf commit) stays in the series and is marked in the point's `changes`.
 
 Points come from the results folder's index (`dlperf.index`), refreshed first, so the JSON
-files stay the truth. Within a configuration the points are ordered by creation time; each
-point with ok repeats is judged against the previous point that had some (its baseline), by
-`compare.judge` on the two sides' repeat values: the change must be larger than the
-threshold and significant (exact Mann-Whitney U, or the t-intervals' fallback for three
-repeats or fewer) to be an improvement or a regression. A point without an ok repeat is
-"failed"; the first measured point of a configuration is "first".
+files stay the truth. Within a series the points are ordered by creation time; each point with
+ok repeats is judged against the previous point that had some (its baseline), by `stats.judge`
+on the two sides' repeat values: the change must be larger than the threshold and significant
+(exact Mann-Whitney U, or the t-intervals' fallback for three repeats or fewer) to be an
+improvement or a regression. A point without an ok repeat is "failed"; the first measured
+point of a series is "first".
 """
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime, time, timezone
 from itertools import groupby
 from pathlib import Path
 
 from dlperf import DlperfError
-from dlperf.compare import Significance, check_threshold, judge, significance
-from dlperf.index import IndexedResult, Refresh, open_index
-from dlperf.schema import short_revision
-from dlperf.store import SkippedResult
+from dlperf.compare import check_threshold
+from dlperf.identity import differences
+from dlperf.index import IndexedResult, Refresh
+from dlperf.resultio import SkippedResult
+from dlperf.stats import Significance, judge, significance
+from dlperf.store import ResultStore
 
 FIRST = "first"
 FAILED = "failed"
-COMMIT_CHARS = 12  # how much of a commit hash a label shows
 
 
 @dataclass(frozen=True)
 class HistoryFilters:
-    """Which results a history shows: `frameworks` and `models` any of (empty: all),
-    `contains` every one of these substrings of the configuration key, `since` / `until`
-    inclusive bounds on the creation time (ISO 8601 dates or times; a date without a time is
-    that day, in UTC)."""
+    """Which results a history shows: `frameworks`, `models` and `machines` (an id or a piece
+    of the machine's label) any of (empty: all), `contains` every one of these substrings of
+    the benchmark id and settings, `since` / `until` inclusive bounds on the creation time (ISO
+    8601 dates or times; a date without a time is that day, in UTC)."""
 
     frameworks: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
+    machines: tuple[str, ...] = ()
     contains: tuple[str, ...] = ()
     since: str | None = None
     until: str | None = None
@@ -47,52 +54,39 @@ class HistoryFilters:
 
 @dataclass(frozen=True)
 class HistoryPoint(IndexedResult):
-    """One result in its configuration's history: its index row, and how it compares."""
+    """One result in its series' history: its index row, and how it compares."""
 
     # Against the baseline: the previous point with ok repeats (for a failed point, the
-    # previous point); None for a configuration's first point.
-    baseline_id: str | None
-    changes: tuple[str, ...]  # "framework 2.1.0 -> 2.2.0", ... since the baseline
-    change: float | None  # median / baseline median - 1
-    test: str | None
-    p: float | None
-    significant: bool | None
-    verdict: str  # "first", "failed", or compare's: improvement, regression, no change, ...
+    # previous point); None for a series' first point.
+    baseline_id: str | None = None
+    changes: tuple[str, ...] = ()  # "setting channels_last 0 -> 1", "framework 2.1 -> 2.2"
+    change: float | None = None  # median / baseline median - 1
+    test: str | None = None
+    p: float | None = None
+    significant: bool | None = None
+    verdict: str = FIRST  # "first", "failed", or compare's: improvement, regression, ...
 
     @property
     def result_id(self) -> str:
-        return self.id
+        return self.row["id"]
 
-
-def commit_label(commit: str | None, dirty: bool | None) -> str | None:
-    """A commit's short form, "+dirty" when tracked files differed from it."""
-    if commit is None:
-        return None
-    return short_revision(commit, COMMIT_CHARS) + ("+dirty" if dirty else "")
-
-
-# What "changed since the previous point" compares: (label, the value it reads).
-_TRACKED = (
-    ("framework", lambda r: r.framework_version),
-    ("python", lambda r: r.python),
-    ("dlperf", lambda r: r.dlperf_version),
-    ("dlperf commit", lambda r: commit_label(r.dlperf_commit, r.dlperf_dirty)),
-    ("workdir commit", lambda r: commit_label(r.workdir_commit, r.workdir_dirty)),
-    ("upstream", lambda r: commit_label(r.source_commit, None)),
-    ("packages", lambda r: r.dists_digest[:COMMIT_CHARS] if r.dists_digest else None),
-    ("host", lambda r: r.host),
-    ("device", lambda r: r.device_name),
-)
-
-
-def changes_between(before: IndexedResult, after: IndexedResult) -> tuple[str, ...]:
-    """What differs in versions, commits and machine between two results of a configuration."""
-    found = []
-    for label, read in _TRACKED:
-        old, new = read(before), read(after)
-        if old != new:
-            found.append(f"{label} {old or '–'} -> {new or '–'}")
-    return tuple(found)
+    def as_json(self) -> dict:
+        """The point as `dlperf history --json` prints it: its row (values and settings as
+        JSON values), its file and its verdict."""
+        row = {**self.row, "values": list(self.values), "settings": self.settings_map}
+        for name in ("loadgen", "parameters"):
+            row[name] = json.loads(row[name])
+        return {
+            "path": self.path,
+            **row,
+            "baseline_id": self.baseline_id,
+            "changes": list(self.changes),
+            "change": self.change,
+            "test": self.test,
+            "p": self.p,
+            "significant": self.significant,
+            "verdict": self.verdict,
+        }
 
 
 def parse_when(text: str, *, end_of_day: bool = False) -> str:
@@ -119,22 +113,22 @@ def history(
     threshold: float = 0.05,
     last: int | None = None,
 ) -> tuple[list[HistoryPoint], Refresh]:
-    """Every configuration's points that pass `filters`, by configuration then time, each
-    judged against its baseline (see the module docstring); `last`: only each configuration's
-    newest `last` points (still judged against the points before them). Also returns what
-    refreshing the index found. Files that are not loadable results are skipped with a
-    SkippedResult warning, as `store.load_results` does."""
+    """Every series' points that pass `filters`, by benchmark, machine, then time, each judged
+    against its baseline (see the module docstring); `last`: only each series' newest `last`
+    points (still judged against the points before them). Also returns what refreshing the
+    index found. Files that are not loadable results are skipped with a SkippedResult warning,
+    as `ResultStore.load` does."""
     check_threshold(threshold)
     if last is not None and last < 1:
         raise DlperfError(f"--last {last}: give 1 or more points per configuration")
     f = filters or HistoryFilters()
     since = parse_when(f.since) if f.since else None
     until = parse_when(f.until, end_of_day=True) if f.until else None
-    index, refresh = open_index(results_dir)
+    index, refresh = ResultStore(results_dir).index()
     try:
-        rows = index.query(frameworks=f.frameworks, models=f.models, contains=f.contains,
-                           since=since, until=until)  # fmt: skip
-        plan = [pair for _key, group in groupby(rows, key=lambda r: r.config_key)
+        rows = index.query(frameworks=f.frameworks, models=f.models, machines=f.machines,
+                           contains=f.contains, since=since, until=until)  # fmt: skip
+        plan = [pair for _key, group in groupby(rows, key=lambda r: r.series)
                 for pair in with_baselines(list(group), last)]  # fmt: skip
         # compare's test for each pair, kept in the index: a long history is tested once.
         judged = [(base, row) for row, base in plan if row.values and base and base.values]
@@ -166,8 +160,8 @@ def history_points(
 def with_baselines(
     rows: Sequence[IndexedResult], last: int | None = None
 ) -> list[tuple[IndexedResult, IndexedResult | None]]:
-    """One configuration's rows (in time order), each with its baseline (module docstring);
-    `last`: only the newest `last` rows, their baselines found among all."""
+    """One series' rows (in time order), each with its baseline (module docstring); `last`:
+    only the newest `last` rows, their baselines found among all."""
     pairs: list[tuple[IndexedResult, IndexedResult | None]] = []
     measured: IndexedResult | None = None  # the newest earlier row with ok repeats
     for i, row in enumerate(rows):
@@ -176,13 +170,6 @@ def with_baselines(
         if row.values:
             measured = row
     return pairs if last is None else pairs[max(0, len(pairs) - last) :]
-
-
-def config_history(
-    rows: Sequence[IndexedResult], threshold: float = 0.05, last: int | None = None
-) -> list[HistoryPoint]:
-    """One configuration's rows (in time order) as judged points; `last`: the newest only."""
-    return [_point(row, base, threshold) for row, base in with_baselines(rows, last)]
 
 
 def _point(
@@ -201,9 +188,11 @@ def _point(
         change, test, p = judged.change, judged.test, judged.p
         significant, verdict = judged.significant, judged.verdict
     return HistoryPoint(
-        **{f.name: getattr(row, f.name) for f in fields(IndexedResult)},
+        row.path,
+        row.stamp,
+        row.row,
         baseline_id=base.id if base else None,
-        changes=changes_between(base, row) if base else (),
+        changes=tuple(differences(base.row, row.row)) if base else (),
         change=change,
         test=test,
         p=p,

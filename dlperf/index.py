@@ -2,8 +2,8 @@
 results (`dlperf history`) does not parse thousands of JSON files every time.
 
 The JSON files stay the truth. The index (``<results>/.index.sqlite``) keeps, per file, its
-path, mtime, size and inode, and what history needs from the result: configuration, id,
-creation time, status, the compared metric's repeat values and median, versions and commits.
+path, mtime, size and inode, and the result's row (`dlperf.rows`: identity, benchmark, the
+compared metric's repeat values and median, versions, commits, the machine's facts).
 `ResultIndex.refresh` scans the folder (a `stat` per file: cheap), then parses only the files
 that are new or whose (mtime, size, inode) changed, and drops the rows of removed files; a
 file that is not a loadable result keeps a row with its error, so it is not parsed again
@@ -14,7 +14,7 @@ refreshing at once take turns, and a reader sees the index before or after, neve
 refresh. A folder dlperf cannot write (read-only, another user's) still works: the index is
 then built in memory, starting from the stored one when it can be read. A corrupt index file is
 removed and rebuilt. Its name starts with a dot and it sits at the top of the folder, where
-`store.iter_result_paths` (``*/*.json``, dot-files skipped) never looks; a ``.gitignore`` is
+`resultio.result_paths` (``*/*.json``, dot-files skipped) never looks; a ``.gitignore`` is
 written beside it (unless the folder has one) so that committed results leave it out.
 """
 
@@ -23,86 +23,56 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sqlite3
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from dlperf import DlperfError
-from dlperf.compare import Significance, values_of
 from dlperf.files import atomic_write
-from dlperf.schema import SCHEMA_VERSION, Result
-from dlperf.store import iter_result_paths, load_result
+from dlperf.resultio import load_result, result_paths
+from dlperf.rows import COLUMNS, KINDS, NAMES, result_row
+from dlperf.schema import SCHEMA_VERSION
+from dlperf.stats import Significance
 
 INDEX_FILE = ".index.sqlite"
 # Bumped whenever the columns or how a row is read from a result change; with SCHEMA_VERSION
 # (a newer dlperf may read files an older one skipped) it decides whether the rows still hold.
-INDEX_FORMAT = 1
+# 2: the rows of `dlperf.rows` (benchmark id, machine, settings) instead of configuration keys
+INDEX_FORMAT = 2
 LOCK_TIMEOUT_S = 60.0  # how long a refresh waits for another process's refresh
-
-# (column, SQL type) of a result's row, after the file's path and stat.
-FIELDS = (
-    ("config_key", "TEXT"),
-    ("id", "TEXT"),
-    ("created", "TEXT"),  # as stored in the result
-    ("created_utc", "TEXT"),  # ISO 8601 in UTC: sorts and filters as text
-    ("status", "TEXT"),
-    ("framework", "TEXT"),
-    ("model", "TEXT"),
-    ("metric", "TEXT"),  # compare.values_of's: samples/s, or a LoadGen stream latency
-    ("unit", "TEXT"),
-    ("higher_is_better", "INTEGER"),
-    ("median", "REAL"),  # of the ok repeats' values; NULL when none is ok
-    ("n", "INTEGER"),
-    ("values_json", "TEXT"),  # the ok repeats' values, a JSON list
-    ("framework_version", "TEXT"),
-    ("dlperf_version", "TEXT"),
-    ("python", "TEXT"),
-    ("host", "TEXT"),
-    ("device_name", "TEXT"),
-    ("dists_digest", "TEXT"),
-    ("source_commit", "TEXT"),  # an official implementation's upstream commit
-    ("dlperf_commit", "TEXT"),
-    ("dlperf_dirty", "INTEGER"),
-    ("workdir_commit", "TEXT"),
-    ("workdir_dirty", "INTEGER"),
-)
-FIELD_NAMES = tuple(name for name, _ in FIELDS)
+SQL_TYPES = {"text": "TEXT", "json": "TEXT", "int": "INTEGER", "bool": "INTEGER", "float": "REAL"}
 
 
 @dataclass(frozen=True)
 class IndexedResult:
-    """One result as the index holds it (`values`: the ok repeats', compare.values_of's)."""
+    """One result as the index holds it: its file, and its row (`dlperf.rows`), whose columns
+    read as attributes (`r.median`, `r.benchmark_id`; `values`: the ok repeats' values of the
+    compared metric, a tuple)."""
 
-    path: str  # relative to the results folder: <config_key>/<id>.json
+    path: str  # relative to the results folder: <benchmark_id>/<id>.json
     stamp: str  # "mtime_ns:size:inode" of the file the row was read from
-    config_key: str
-    id: str
-    created: str
-    created_utc: str
-    status: str
-    framework: str
-    model: str
-    metric: str
-    unit: str
-    higher_is_better: bool
-    median: float | None
-    n: int
-    values: tuple[float, ...]
-    framework_version: str | None
-    dlperf_version: str | None
-    python: str | None
-    host: str | None
-    device_name: str | None
-    dists_digest: str | None
-    source_commit: str | None
-    dlperf_commit: str | None
-    dlperf_dirty: bool | None
-    workdir_commit: str | None
-    workdir_dirty: bool | None
+    row: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        row = self.__dict__.get("row")
+        if row is None or name not in row:
+            raise AttributeError(name)
+        return row[name]
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return tuple(json.loads(self.row["values"]))
+
+    @property
+    def settings_map(self) -> dict[str, str]:
+        return json.loads(self.row["settings"])
+
+    @property
+    def series(self) -> tuple[str, str]:
+        """History's line and compare's pair: the benchmark on its machine."""
+        return (self.row["benchmark_id"], self.row["machine_id"])
 
 
 @dataclass(frozen=True)
@@ -119,64 +89,14 @@ class Refresh:
     location: str
 
 
-def utc_iso(created: str) -> str:
-    """A result's `created` in UTC, ISO 8601 to the second (a time without zone is UTC)."""
-    try:
-        when = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", created))  # 3.10: no Z
-    except ValueError:
-        return created  # not a time: kept as written, sorted as text
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).isoformat(timespec="seconds")
-
-
-def row_of(result: Result) -> dict[str, object]:
-    """The index's fields of one result."""
-    metric, values, higher = values_of(result)
-    env = result.environment
-    return {
-        "config_key": result.spec.config_key(),
-        "id": result.id,
-        "created": result.created,
-        "created_utc": utc_iso(result.created),
-        "status": result.status.value,
-        "framework": result.spec.framework,
-        "model": result.spec.model,
-        "metric": metric,
-        "unit": "samples/s" if higher else "ms",  # values_of's latencies are LoadGen's ms
-        "higher_is_better": int(higher),
-        "median": statistics.median(values) if values else None,
-        "n": len(values),
-        "values_json": json.dumps(values),
-        "framework_version": env.framework_version,
-        "dlperf_version": env.dlperf_version,
-        "python": env.python,
-        "host": env.host,
-        "device_name": env.device_name,
-        "dists_digest": env.dists_digest,
-        "source_commit": result.source.commit if result.source else None,
-        "dlperf_commit": getattr(env, "dlperf_commit", None),
-        "dlperf_dirty": _flag(getattr(env, "dlperf_dirty", None)),
-        "workdir_commit": getattr(env, "workdir_commit", None),
-        "workdir_dirty": _flag(getattr(env, "workdir_dirty", None)),
-    }
-
-
-def _flag(value: bool | None) -> int | None:
-    return None if value is None else int(value)
-
-
-def _bool(value: int | None) -> bool | None:
-    return None if value is None else bool(value)
-
-
 _CREATE = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS results (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, "
     "size INTEGER NOT NULL, inode INTEGER NOT NULL, error TEXT, "
-    + ", ".join(f"{name} {kind}" for name, kind in FIELDS)
+    + ", ".join(f"{name} {SQL_TYPES[kind]}" for name, kind in COLUMNS)
     + ")",
-    "CREATE INDEX IF NOT EXISTS results_by_config ON results (config_key, created_utc, id)",
+    "CREATE INDEX IF NOT EXISTS results_by_series ON results "
+    "(benchmark_id, machine_id, created_utc, id)",
     # compare.significance of two files' values (a: the baseline), valid while both stamps hold
     "CREATE TABLE IF NOT EXISTS significance (a_path TEXT NOT NULL, a_stamp TEXT NOT NULL, "
     "b_path TEXT NOT NULL, b_stamp TEXT NOT NULL, test TEXT NOT NULL, p REAL, "
@@ -204,7 +124,7 @@ Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
 def scan(results_dir: Path) -> dict[str, Stat]:
     """Every result file's (mtime_ns, size, inode), by its path relative to `results_dir`."""
     found: dict[str, Stat] = {}
-    for path in iter_result_paths(results_dir):
+    for path in result_paths(results_dir):
         try:
             st = path.stat()
         except OSError:
@@ -326,7 +246,7 @@ class ResultIndex:
             # match either: this keeps the table from growing).
             conn.executemany("DELETE FROM significance WHERE a_path = ? OR b_path = ?",
                              [(p, p) for p in (*removed, *stale)])  # fmt: skip
-            columns = ("path", "mtime_ns", "size", "inode", "error", *FIELD_NAMES)
+            columns = ("path", "mtime_ns", "size", "inode", "error", *NAMES)
             insert = (
                 f"INSERT OR REPLACE INTO results ({', '.join(columns)}) "
                 f"VALUES ({', '.join('?' * len(columns))})"
@@ -350,7 +270,9 @@ class ResultIndex:
         fields: dict[str, object] = {"path": path, "mtime_ns": st[0], "size": st[1],
                                      "inode": st[2], "error": None}  # fmt: skip
         try:
-            fields.update(row_of(load_result(self.results_dir / path)))
+            row = result_row(load_result(self.results_dir / path))
+            fields.update({k: int(v) if KINDS[k] == "bool" and v is not None else v
+                           for k, v in row.items()})  # fmt: skip
         except DlperfError as exc:
             fields["error"] = str(exc)
         except OSError as exc:  # unreadable since it was listed
@@ -364,43 +286,53 @@ class ResultIndex:
         *,
         frameworks: Iterable[str] = (),
         models: Iterable[str] = (),
+        machines: Iterable[str] = (),
         contains: Iterable[str] = (),
         since: str | None = None,
         until: str | None = None,
+        benchmark_id: str | None = None,
+        machine_id: str | None = None,
+        settings: str | None = None,
     ) -> list[IndexedResult]:
-        """The loadable results that pass every filter, by configuration then creation time:
-        `frameworks`/`models` any of, `contains` every substring of the configuration key,
-        `since`/`until` bounds (inclusive) on the UTC creation time, ISO 8601 text."""
+        """The loadable results that pass every filter, by benchmark, machine, then creation
+        time: `frameworks`/`models` any of; `machines` any of, each a machine id or a piece of
+        its label; `contains` every substring of the benchmark id and settings; `since`/`until`
+        bounds (inclusive) on the UTC creation time, ISO 8601 text; `benchmark_id`,
+        `machine_id` and `settings` (the row's JSON text) exactly."""
         where, args = ["error IS NULL"], []
         for column, wanted in (("framework", list(frameworks)), ("model", list(models))):
             if wanted:
                 where.append(f"{column} IN ({', '.join('?' * len(wanted))})")
                 args += wanted
+        wanted_machines = list(machines)
+        if wanted_machines:
+            where.append("(" + " OR ".join("machine_id = ? OR instr(lower(machine), lower(?)) > 0"
+                                           for _ in wanted_machines) + ")")  # fmt: skip
+            args += [m for m in wanted_machines for _ in (0, 1)]
         for text in contains:
-            where.append("instr(config_key, ?) > 0")  # case-sensitive, as keys are
+            where.append("instr(benchmark_id || ' ' || settings, ?) > 0")  # case-sensitive
             args.append(text)
-        if since is not None:
-            where.append("created_utc >= ?")
-            args.append(since)
-        if until is not None:
-            where.append("created_utc <= ?")
-            args.append(until)
+        for column, value in (("created_utc >=", since), ("created_utc <=", until),
+                              ("benchmark_id =", benchmark_id), ("machine_id =", machine_id),
+                              ("settings =", settings)):  # fmt: skip
+            if value is not None:
+                where.append(f"{column} ?")
+                args.append(value)
         rows = self.conn.execute(
             "SELECT path, mtime_ns || ':' || size || ':' || inode, "
-            f"{', '.join(FIELD_NAMES)} FROM results WHERE {' AND '.join(where)} "
-            "ORDER BY config_key, created_utc, id",
+            f"{', '.join(NAMES)} FROM results WHERE {' AND '.join(where)} "
+            "ORDER BY benchmark_id, machine_id, created_utc, id",
             args,
         )
         return [self._indexed(row) for row in rows]
 
     @staticmethod
     def _indexed(row: Sequence[object]) -> IndexedResult:
-        data = dict(zip(("path", "stamp", *FIELD_NAMES), row, strict=True))
-        data["values"] = tuple(json.loads(data.pop("values_json")))  # type: ignore[arg-type]
-        data["higher_is_better"] = bool(data["higher_is_better"])
-        for name in ("dlperf_dirty", "workdir_dirty"):
-            data[name] = _bool(data[name])  # type: ignore[arg-type]
-        return IndexedResult(**data)  # type: ignore[arg-type]
+        data = dict(zip(NAMES, row[2:], strict=True))
+        for name, kind in COLUMNS:
+            if kind == "bool" and data[name] is not None:
+                data[name] = bool(data[name])
+        return IndexedResult(str(row[0]), str(row[1]), data)
 
     # ------------------------------------------------------------------ compare's test, kept
 

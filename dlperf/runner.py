@@ -27,7 +27,7 @@ from dlperf.launch import JobLaunch, ResolvedLaunch
 from dlperf.repeat import Job, run_single_process
 from dlperf.schema import BenchmarkSpec, MachineLoad, Repeat, RepeatStatus, Result
 from dlperf.spec import OfficialOptions, RunPlan, adapter_for, check_spec
-from dlperf.store import result_dir, unsaved_error, write_result
+from dlperf.store import ResultStore
 
 
 @dataclass
@@ -107,10 +107,11 @@ class PreparedRun:
             source=self.plan.adapter.source_info(),
             job=job,
         )
+        store = ResultStore(results_dir)
         try:
-            return result, write_result(results_dir, result)
+            return result, store.write(result)
         except StorageError as exc:
-            raise unsaved_error(result, results_dir, exc) from None
+            raise store.unsaved(result, exc) from None
 
 
 def check_device(spec: BenchmarkSpec, launch: ResolvedLaunch) -> None:
@@ -179,9 +180,10 @@ def prepare_run(
     cb = callbacks or RunCallbacks()
     resolved = (launch or JobLaunch()).resolve(spec)
     check_device(spec, resolved)
-    made = [p for p in (results_dir, result_dir(results_dir, spec.config_key())) if not p.exists()]
+    folder = ResultStore(results_dir).folder(spec)
+    made = [p for p in (results_dir, folder) if not p.exists()]
     check_writable(results_dir, "the results folder")
-    result_id, raw_dir = _claim_raw_dir(result_dir(results_dir, spec.config_key()), result_id)
+    result_id, raw_dir = _claim_raw_dir(folder, result_id)
     try:
         adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
         check_spec(adapter, spec)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from enum import Enum
 from typing import Any
 
@@ -33,7 +32,11 @@ from dlperf import DlperfError
 #    environment.dlperf_commit / dlperf_dirty (dlperf's own checkout, None from a wheel) and
 #    workdir_commit / workdir_dirty (the git repository dlperf ran in, if any); all optional:
 #    a version-5 file upgrades unchanged
-SCHEMA_VERSION = 6
+# 7: environment.gpu_count, gpu_memory_mb and interconnect, the machine's GPUs (its identity,
+#    `dlperf.identity.Machine`); results are stored under a benchmark id instead of the old
+#    configuration key (folders already on disk are read as they are); all optional: a
+#    version-6 file upgrades unchanged
+SCHEMA_VERSION = 7
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
@@ -59,7 +62,6 @@ MAX_STEPS = 1_000_000
 MAX_REPEATS = 1000
 MAX_NODES = 65_536
 MAX_DEVICES_PER_NODE = 1024
-MAX_KEY_CHARS = 255  # a configuration key names a folder: a file name's limit
 LOADGEN_RANGES = (  # (min, max) pairs of LoadGen settings
     ("min_duration_s", "max_duration_s"),
     ("min_query_count", "max_query_count"),
@@ -189,34 +191,6 @@ class BenchmarkSpec(_Frozen):
     def steps(self) -> int:
         """Iterations a workload must run for the window to be complete."""
         return self.skip + self.measure
-
-    def config_key(self) -> str:
-        """Identity of the configuration: equal keys may be compared and aggregated.
-
-        Repeats, window and timeouts are how we measure, not what; they are not in the key.
-        """
-        parts = [
-            self.framework,
-            self.model,
-            self.impl,
-            self.mode,
-            self.device,
-            self.precision + ("-xla" if self.xla else ""),
-            f"{self.nodes}n{self.devices_per_node}d",
-            f"b{self.batch_size}",
-        ]
-        if self.image_size:
-            parts.append(f"img{self.image_size}")
-        if self.seq_len:
-            parts.append(f"seq{self.seq_len}")
-        parts += [f"{k}={v}" for k, v in sorted(self.options.items())]
-        parts += [f"{k}={v}" for k, v in sorted(self.practice.items())]
-        if self.scenario:
-            parts.append(f"lg-{self.scenario}")
-            parts += [f"{k}={v:g}" for k, v in sorted(self.loadgen.items())]
-        if self.source:
-            parts.append(f"src={self.source}")
-        return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "_".join(parts))
 
 
 def _one_of(what: str, value: str, choices: tuple[str, ...]) -> str:
@@ -443,7 +417,10 @@ class Environment(_Frozen):
     dists_digest: str | None = None  # sha256 of the sorted name==version of every distribution
     cpu: str | None = None
     cpu_count: int | None = None
-    gpu: str | None = None
+    gpu: str | None = None  # the GPU model(s) nvidia-smi lists
+    gpu_count: int | None = None  # GPUs on the host (None: no GPU, or not recorded)
+    gpu_memory_mb: int | None = None  # each GPU's memory, as nvidia-smi reports it
+    interconnect: str | None = None  # between the GPUs or nodes, where known (NVLink, IB...)
     device_name: str | None = None
     threads: int | None = None  # the workload's CPU threads (its start line), where it says
     env_vars: dict[str, str] = Field(default_factory=dict)

@@ -19,6 +19,11 @@ As in V0:
   and leaves it out.
 Domain and task come from the model catalog (`models.placement`: dlperf's models and TorchBench's
 own names), or from a hierarchy file in V0's own `score.yml` format (`--hierarchy`).
+
+A score never mixes machines (`dlperf.identity`): a reference is frozen from the results of one
+machine and records it; the results scored against it must be of one machine too (`--machine`
+picks one from a folder holding several), the same one unless `--across-machines` is given.
+A configuration is a benchmark with its settings (an ablation is frozen, and scored, apart).
 """
 
 from __future__ import annotations
@@ -27,19 +32,28 @@ import json
 import math
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dlperf import DlperfError, __version__
-from dlperf.compare import values_of
+from dlperf import DlperfError, NothingComparable, __version__
 from dlperf.files import atomic_write
+from dlperf.identity import (
+    Machine,
+    benchmark_id,
+    legacy_config_key,
+    machine_of,
+    settings_label,
+    settings_of,
+)
 from dlperf.models import placement
+from dlperf.rows import metric_values
 from dlperf.schema import IMPLS, Result
-from dlperf.store import latest_per_config, load_results
+from dlperf.store import ResultStore, newest
 
+# 3: entries are keyed by benchmark id and settings; the reference records its machine.
 # 2: entries name their model; the reference holds its hierarchy. 1 held a name-derived family.
-REFERENCE_VERSION = 2
+REFERENCE_VERSION = 3
 # Where a model neither the catalog nor TorchBench places goes: V0's own catch-all.
 UNPLACED = ("other", "other tasks")
 
@@ -55,16 +69,39 @@ class Entry:
     higher_is_better: bool
 
 
-def entries_of(results: list[Result]) -> dict[str, Entry]:
+def entry_key(result: Result) -> str:
+    """A configuration's key in a reference: its benchmark id, and its settings in brackets."""
+    return f"{benchmark_id(result.spec)} [{settings_label(settings_of(result.spec))}]"
+
+
+def one_machine(results: list[Result], wanted: str | None = None) -> tuple[list[Result], Machine]:
+    """The results of one machine: the only one they hold, or the one `wanted` names (its id or
+    a piece of its label); a DlperfError listing the machines otherwise."""
+    machines = {machine_of(r).id: machine_of(r) for r in results}
+    if wanted is not None:
+        machines = {k: m for k, m in machines.items()
+                    if wanted == k or wanted.lower() in m.label.lower()}  # fmt: skip
+    if len(machines) != 1:
+        listed = "; ".join(f"{k} ({m.label})" for k, m in sorted(machines.items()))
+        what = f"no machine matches --machine {wanted!r}" if not machines else (
+            f"these results come from {len(machines)} machines: {listed}"
+        )
+        raise DlperfError(f"{what}; a score is of one machine: pick it with --machine ID")
+    (machine,) = machines.values()
+    return [r for r in results if machine_of(r).id == machine.id], machine
+
+
+def entries_of(results: list[Result], key=entry_key) -> dict[str, Entry]:
+    """The newest ok result of each configuration, as reference entries by `key`."""
     out = {}
-    for result in latest_per_config(results):
+    for result in newest(results):
         if result.status.value == "failed":
             continue
-        metric, values, better_up = values_of(result)
+        metric, values, better_up = metric_values(result)
         if not values:
             continue
-        key = result.spec.config_key()
-        out[key] = Entry(key, result.spec.model, statistics.median(values), metric, better_up)
+        k = key(result)
+        out[k] = Entry(k, result.spec.model, statistics.median(values), metric, better_up)
     return out
 
 
@@ -129,11 +166,19 @@ def load_hierarchy(path: Path) -> Hierarchy:
 
 
 def freeze(
-    results_dir: Path, out: Path, hierarchy: Hierarchy | None = None
-) -> tuple[int, list[str]]:
-    """Write the reference file with the hierarchy (the catalog's unless one is given);
-    returns how many configurations it holds and the models the catalog could not place."""
-    entries = entries_of(load_results(results_dir))
+    results_dir: Path,
+    out: Path,
+    hierarchy: Hierarchy | None = None,
+    machine: str | None = None,
+) -> tuple[int, list[str], Machine]:
+    """Write the reference file with the hierarchy (the catalog's unless one is given) from
+    the results of one machine (`machine` picks it); returns how many configurations it
+    holds, the models the catalog could not place, and the machine."""
+    stored = ResultStore(results_dir).results()
+    if not stored:
+        raise DlperfError(f"no results in {results_dir} to freeze")
+    results, on = one_machine(stored, machine)
+    entries = entries_of(results)
     if not entries:
         raise DlperfError(f"no ok results in {results_dir} to freeze")
     unknown: list[str] = []
@@ -143,11 +188,12 @@ def freeze(
         "reference_version": REFERENCE_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dlperf_version": __version__,
+        "machine": {"id": on.id, "label": on.label, **asdict(on)},
         "hierarchy": hierarchy,
         "entries": [e.__dict__ for e in entries.values()],
     }
     atomic_write(out, json.dumps(data, indent=2) + "\n")
-    return len(entries), unknown
+    return len(entries), unknown, on
 
 
 def model_of_key(key: str) -> str:
@@ -161,6 +207,8 @@ def model_of_key(key: str) -> str:
 class Reference:
     entries: dict[str, Entry]
     hierarchy: Hierarchy
+    version: int = REFERENCE_VERSION
+    machine: dict | None = None  # {"id", "label", ...}; None before version 3
 
 
 def load_reference(path: Path) -> Reference:
@@ -174,7 +222,8 @@ def load_reference(path: Path) -> Reference:
             ]
         entries = {e["key"]: Entry(**e) for e in raw}
         hierarchy = data.get("hierarchy") or hierarchy_of([e.model for e in entries.values()])[0]
-        return Reference(entries, hierarchy)
+        version = int(data.get("reference_version", 1))
+        return Reference(entries, hierarchy, version, data.get("machine"))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         why = f"not a reference made by `dlperf score --freeze`: {exc}"
         raise DlperfError(f"{path}: {why}") from None
@@ -192,6 +241,8 @@ class Score:
     extra: list[str]  # in the results, not in the reference: not scored
     unplaced: list[str] = field(default_factory=list)  # reference models off the hierarchy
     hierarchy: Hierarchy = field(default_factory=dict)
+    machine: str = ""  # the scored results' machine
+    reference_machine: str = ""  # the reference's ("" before references recorded it)
 
 
 def weighted_score(
@@ -211,7 +262,7 @@ def weighted_score(
     }
     present = [k for k in reference if k in current and reference[k].model in where]
     if not present:
-        raise DlperfError("none of the reference's configurations is in these results")
+        raise NothingComparable("none of the reference's configurations is in these results")
     by_model: dict[str, list[str]] = {}
     for key in present:
         by_model.setdefault(reference[key].model, []).append(key)
@@ -241,14 +292,35 @@ def weighted_score(
 
 
 def score(
-    results_dir: Path, reference: Path, hierarchy: Path | None = None, flat: bool = False
+    results_dir: Path,
+    reference: Path,
+    hierarchy: Path | None = None,
+    flat: bool = False,
+    machine: str | None = None,
+    across_machines: bool = False,
 ) -> Score:
-    """Score the results against the reference, in the reference's own hierarchy unless a
-    V0 `score.yml` is given, or with every model one equal share (`flat`)."""
+    """Score the results of one machine against the reference, in the reference's own
+    hierarchy unless a V0 `score.yml` is given, or with every model one equal share (`flat`).
+    The reference's machine must be the results' unless `across_machines`."""
     ref = load_reference(reference)
     tree = ref.hierarchy
     if hierarchy is not None:
         tree = load_hierarchy(hierarchy)
     elif flat:
         tree = flat_hierarchy([e.model for e in ref.entries.values()])
-    return weighted_score(ref.entries, entries_of(load_results(results_dir)), tree)
+    stored = ResultStore(results_dir).results()
+    if not stored:
+        raise DlperfError(f"no results in {results_dir} to score")
+    results, on = one_machine(stored, machine)
+    ref_machine = ref.machine or {}
+    if ref_machine and ref_machine.get("id") != on.id and not across_machines:
+        raise NothingComparable(
+            f"the reference was frozen on {ref_machine.get('label')} and these results ran on "
+            f"{on.label}: a score compares one machine with itself; add --across-machines to "
+            "score them anyway"
+        )
+    # References before version 3 keyed configurations by the old configuration key.
+    key = entry_key if ref.version >= 3 else (lambda r: legacy_config_key(r.spec))
+    scored = weighted_score(ref.entries, entries_of(results, key), tree)
+    return replace(scored, machine=on.label, reference_machine=ref_machine.get("label", ""))
+

@@ -14,21 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf import DlperfError
-from dlperf.adapter import (
-    MICRO_COMMON,
-    MICRO_MODELS,
-    MICRO_OPTIONS,
-    Adapter,
-    WorkloadOption,
-    check_options,
-)
+from dlperf.adapter import MICRO_MODELS, Adapter, check_options
 from dlperf.adapters import get_adapter
 from dlperf.launch import DEFAULT_MASTER_PORT, JobLaunch, NodeCommand, ResolvedLaunch, resolve_hosts
 from dlperf.models import MODELS, PRESETS, get_model, preset_values
 from dlperf.official.adapter import OfficialAdapter, prepare_official
 from dlperf.official.checkout import checkout_dir
 from dlperf.official.manifest import find_manifest
-from dlperf.schema import MAX_KEY_CHARS, BenchmarkSpec
+from dlperf.schema import BenchmarkSpec
 
 
 def resolve_spec(
@@ -89,12 +82,6 @@ def resolve_spec(
     spec = BenchmarkSpec.checked(**fields)
     spec = with_practice(adapter, spec)
     check_spec(adapter, spec)
-    key = spec.config_key()
-    if len(key) > MAX_KEY_CHARS:  # it names the results folder: a file name's limit
-        raise DlperfError(
-            f"the configuration's name {key[:60]}... is longer than {MAX_KEY_CHARS} "
-            "characters (it names its results folder): shorten the --set values"
-        )
     return spec
 
 
@@ -123,15 +110,8 @@ def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
             f"{adapter.name} has no {spec.impl!r} implementation; "
             f"it has: {', '.join(adapter.impls)}"
         )
-    declared = option_declarations(adapter, spec.model)
+    declared = adapter.option_declarations(spec.model)
     check_options(f"{adapter.name} {spec.model}", declared, {**spec.options, **spec.practice})
-
-
-def option_declarations(adapter: Adapter, model: str) -> Mapping[str, WorkloadOption | str]:
-    """The `--set` keys `adapter` takes for `model`, each with the values it accepts."""
-    if model in adapter.micro_models:
-        return {**MICRO_COMMON, **MICRO_OPTIONS[model]}
-    return adapter.option_keys(model)
 
 
 @dataclass(frozen=True)

@@ -334,3 +334,66 @@ def smallest_p(n: int, m: int) -> float:
     """The smallest two-sided p-value the exact test can give for sample sizes n and m: with
     too few repeats it cannot reach significance at all (3 vs 3: 0.1)."""
     return min(1.0, 2 / math.comb(n + m, n))
+
+
+# ---------------------------------------------------------------- is a change significant?
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Significance:
+    """Whether two sides' repeat values differ, by `significance`."""
+
+    test: str
+    p: float | None
+    significant: bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """B's repeats against A's: the change of the medians and whether it counts."""
+
+    change: float  # median(b) / median(a) - 1
+    test: str  # how significance was judged
+    p: float | None
+    significant: bool
+    verdict: str  # "regression", "improvement", "no change", "within noise"
+
+
+def significance(va: Sequence[float], vb: Sequence[float]) -> Significance:
+    """Whether B's values differ from A's (both non-empty): the exact two-sided Mann-Whitney U
+    test at ALPHA, or, when the repeat counts are too small for that test to ever reach ALPHA
+    (3 vs 3: its smallest p is 0.1), the two 95 % Student t intervals of the means not
+    overlapping. The fallback computes the mean's interval from the values here, not the
+    stored summaries' median interval, which needs six repeats; it assumes roughly normal
+    repeats, a weaker footing than the rank test's, which is why it is only the fallback.
+    `dlperf.index` keeps this per pair of result files: bump index.INDEX_FORMAT whenever the
+    test changes."""
+    if smallest_p(len(va), len(vb)) <= ALPHA:
+        p = mann_whitney_p(va, vb)
+        return Significance("Mann-Whitney U", p, p <= ALPHA)
+    (low_a, high_a), (low_b, high_b) = mean_t_interval(va), mean_t_interval(vb)
+    # "95% CI overlap": of the means, recomputed from the values (see `significance`)
+    return Significance("95% CI overlap", None, high_a < low_b or high_b < low_a)
+
+
+def judge(
+    va: Sequence[float],
+    vb: Sequence[float],
+    higher_is_better: bool,
+    threshold: float,
+    known: Significance | None = None,
+) -> Verdict:
+    """B's values against A's (both non-empty): a change beyond `threshold` that is significant
+    is an improvement or a regression. `known`: `significance(va, vb)` computed earlier."""
+    sig = known or significance(va, vb)
+    change = statistics.median(vb) / statistics.median(va) - 1
+    worse = change < 0 if higher_is_better else change > 0
+    if abs(change) <= threshold:
+        verdict = "no change"
+    elif not sig.significant:
+        verdict = "within noise"
+    else:
+        verdict = "regression" if worse else "improvement"
+    return Verdict(change, sig.test, sig.p, sig.significant, verdict)

@@ -66,6 +66,7 @@ from dlperf.files import (
     remove_empty_files,
     try_lock,
 )
+from dlperf.identity import describe, identity_of, spec_key, this_machine
 from dlperf.models import PRESETS, get_model, preset_values
 from dlperf.official.manifest import PROFILES
 from dlperf.runner import PreparedRun, prepare_run
@@ -79,8 +80,8 @@ from dlperf.schema import (
     Repeat,
     Result,
 )
-from dlperf.spec import option_declarations, resolve_spec
-from dlperf.store import find_result, result_dir
+from dlperf.spec import resolve_spec
+from dlperf.store import ResultStore
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -234,7 +235,7 @@ def expand(table: dict[str, Any]) -> SweepPlan:
     if unused:
         raise DlperfError(f"[sweep.python] names {', '.join(unused)}, not in the frameworks")
     pairs = [(fw, m) for fw in sweep.frameworks for m in sweep.models if adapters[fw].runs(m)]
-    declared = {(fw, m): option_declarations(adapters[fw], m) for fw, m in pairs}
+    declared = {(fw, m): adapters[fw].option_declarations(m) for fw, m in pairs}
     takers = {key for options in declared.values() for key in options}
     unknown = sorted(set(sweep.set) - takers)
     if unknown:
@@ -245,7 +246,7 @@ def expand(table: dict[str, Any]) -> SweepPlan:
     set_keys = sorted(sweep.set)
     set_values = [[str(v) for v in sweep.set[k]] for k in set_keys]
     plan = SweepPlan([], pythons={k: v.expanduser() for k, v in sweep.python.items()})
-    specs: dict[str, BenchmarkSpec] = {}
+    specs: dict[tuple, BenchmarkSpec] = {}
     for (fw, model, precision, xla, batch, (nodes, devices), chosen, mode, impl, image, seq, lg,
          profile) in itertools.product(
             sweep.frameworks, sweep.models, sweep.precisions, sweep.xla,
@@ -295,7 +296,7 @@ def expand(table: dict[str, Any]) -> SweepPlan:
                 continue
         else:
             spec = resolve_spec(fw, model, preset=sweep.preset, overrides=overrides)
-        specs.setdefault(spec.config_key(), spec)
+        specs.setdefault(spec_key(spec), spec)
     plan.specs = list(specs.values())
     if not plan.specs:
         raise DlperfError(
@@ -331,7 +332,7 @@ def _resume_state(results_dir: Path, spec: BenchmarkSpec) -> _Attempt | None:
     sweep running right now is never taken for an abandoned one (the lock dies with its
     process, kill -9 included). Unreadable state or repeat files are passed over.
     """
-    folder = result_dir(results_dir, spec.config_key())
+    folder = ResultStore(results_dir).folder(spec)
     wanted = json.loads(spec.model_dump_json())
     for state in sorted(folder.glob(f"*/{STATE_FILE}"), reverse=True):
         lock = try_lock(state.parent / LOCK_FILE)
@@ -371,9 +372,12 @@ def run_sweep(
     """Run the plan; returns the stored results and the configs that could not run at all."""
     cb = callbacks or SweepCallbacks()
     todo = []
+    # What this machine has already measured: a result of another machine is not this one's.
+    stored = {identity_of(r).key for r in ResultStore(results_dir).newest()} if resume else set()
     for spec in plan.specs:
-        if resume and find_result(results_dir, spec.config_key()) is not None:
-            cb.message(f"skip {spec.config_key()}: a result exists (--no-resume to rerun)")
+        benchmark, settings = spec_key(spec)
+        if (benchmark, this_machine(spec.device).id, settings) in stored:
+            cb.message(f"skip {describe(spec)}: a result exists (--no-resume to rerun)")
             continue
         todo.append(spec)
     runs: dict[str, PreparedRun] = {}
@@ -382,7 +386,7 @@ def run_sweep(
     failed_env: dict[str, str] = {}
     try:
         for spec in todo:
-            key = spec.config_key()
+            key = describe(spec)
             attempt = _resume_state(results_dir, spec) if resume else None
             if attempt and attempt.finished:
                 cb.message(f"resume {key}: {len(attempt.finished)} repeat(s) already done")
@@ -407,12 +411,12 @@ def run_sweep(
             )
             done[key] = attempt.finished if attempt else {}
         cb.planned(
-            sum(s.repeats - len(done[s.config_key()]) for s in todo if s.config_key() in runs)
+            sum(s.repeats - len(done[describe(s)]) for s in todo if describe(s) in runs)
         )
         outcomes = []
         for index in range(1, max((s.repeats for s in todo), default=0) + 1):
             for spec in todo:
-                key = spec.config_key()
+                key = describe(spec)
                 if key not in runs or index > spec.repeats or index in done[key]:
                     continue
                 cb.repeat_started(spec, index)
@@ -429,7 +433,7 @@ def run_sweep(
                 done[key][index] = repeat
                 cb.repeat_done(spec, repeat)
         for spec in todo:
-            key = spec.config_key()
+            key = describe(spec)
             if key in runs:
                 repeats = [done[key][i] for i in sorted(done[key])]
                 result, path = runs[key].finish(results_dir, repeats)

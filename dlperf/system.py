@@ -595,13 +595,27 @@ def job_peak_flops(
     return peak, source
 
 
+def hardware_fields(info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Environment's hardware fields (what `identity.Machine` is made of) of this host, or
+    of `machine_info()`'s answer."""
+    info = machine_info() if info is None else info
+    gpus = info.get("gpus") or []
+    memory = sorted({g["memory_mb"] for g in gpus if g.get("memory_mb")})
+    return {
+        "cpu": info.get("cpu"),
+        "cpu_count": info.get("cpu_count_logical"),
+        "gpu": ", ".join(sorted({g["name"] for g in gpus})) or None,
+        "gpu_count": len(gpus) or None,
+        "gpu_memory_mb": memory[0] if memory else None,  # the smallest, where they differ
+    }
+
+
 def run_environment(
     workload: dict, env: Env | None, interpreter: InterpreterInfo | None
 ) -> Environment:
     """Where a run measured: this machine (probed now), the env or interpreter that ran the
     workload, and what the workload itself reported at start-up."""
     info = machine_info()
-    gpus = info.get("gpus") or []
     return Environment(
         dlperf_version=__version__,
         host=info["host"],
@@ -613,9 +627,7 @@ def run_environment(
         env_kind=env.kind if env else None,
         interpreter=str(interpreter.python) if interpreter else None,
         dists_digest=interpreter.dists_digest if interpreter else None,
-        cpu=info.get("cpu"),
-        cpu_count=info.get("cpu_count_logical"),
-        gpu=", ".join(sorted({g["name"] for g in gpus})) or None,
+        **hardware_fields(info),
         device_name=workload.get("device_name"),
         threads=workload.get("threads") or None,
         env_vars=captured_env_vars(),

@@ -18,7 +18,7 @@ import pytest
 from dlperf.assemble import build_result
 from dlperf.cli import main
 from dlperf.schema import BenchmarkSpec, Environment, Repeat, RepeatStatus, Window
-from dlperf.store import write_result
+from dlperf.store import ResultStore
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 
@@ -438,8 +438,7 @@ def _stored_results(folder: Path) -> None:
         Repeat(index=i, status=RepeatStatus.ok, throughput=500.0 + i, window=window)
         for i in (1, 2, 3)
     ]
-    write_result(
-        folder,
+    ResultStore(folder).write(
         build_result(
             spec,
             "stored-result",

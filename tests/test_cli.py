@@ -158,10 +158,10 @@ def test_kill_9_of_dlperf_still_ends_its_workload(tmp_path):
 def test_report_flags_more_than_linear_scaling_on_the_console(tmp_path):
     from test_report import sample_results
 
-    from dlperf.store import write_result
+    from dlperf.store import ResultStore
 
     for result in sample_results():  # pytorch cpu 2x1 runs at 128 % of its 1x1
-        write_result(tmp_path / "results", result)
+        ResultStore(tmp_path / "results").write(result)
     out = dlperf("report", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "suspect: pytorch_resnet50_ootb_train_cpu_fp32_2n1d_b128_img224 scales at 128.4%" in (

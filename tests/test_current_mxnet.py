@@ -166,7 +166,7 @@ def test_gluonnlp_bert_cpu_smoke_run(home: Path) -> None:
             "set DLPERF_TEST_GLUONNLP_PYTHON to a Python with mxnet==1.9.1 (CPU), numpy<1.24 and "
             "gluonnlp==0.10.0 (pip install --no-build-isolation after cython, wheel)"
         )
-    from dlperf.store import load_results
+    from dlperf.store import ResultStore
 
     results = home / "results"
     out = CliRunner().invoke(
@@ -177,7 +177,7 @@ def test_gluonnlp_bert_cpu_smoke_run(home: Path) -> None:
          "--sources-dir", str(mirror), "--json"],
     )  # fmt: skip
     assert out.exit_code == 0, out.output
-    (result,) = load_results(results)
+    (result,) = ResultStore(results).results()
     (repeat,) = result.repeats
     assert repeat.status == "ok" and result.source.profile == "current"
     assert (repeat.window.start_step, repeat.window.end_step) == (1, 3)

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from dlperf.files import StorageError, atomic_write, try_lock
+from dlperf.resultio import load_result
 from dlperf.schema import ResultStatus
-from dlperf.store import load_result, load_results, write_result
+from dlperf.store import ResultStore
 
 pytestmark = pytest.mark.multiprocess
 
@@ -134,7 +135,7 @@ def test_a_disk_that_fills_during_a_run_keeps_the_repeats_measured_before(tmp_pa
     assert result.metrics.throughput is not None and result.metrics.throughput.n >= 1
     disk.free()
     assert not leftovers(results), leftovers(results)
-    assert load_results(results) == []  # nothing half-written where results are read
+    assert ResultStore(results).results() == []  # nothing half-written where results are read
 
 
 SWEEP = """
@@ -167,7 +168,7 @@ def test_a_sweep_stopped_by_a_full_disk_resumes_once_there_is_room(tmp_path, dis
     )
     assert code == 0, err
     assert "resume" in out + err
-    (result,) = load_results(results)
+    (result,) = ResultStore(results).results()
     assert [r.index for r in result.repeats] == [1, 2, 3]
     assert result.status == ResultStatus.ok
 
@@ -176,7 +177,7 @@ def test_reports_are_written_whole_or_not_at_all(tmp_path, disk):
     from test_report import sample_results
 
     for result in sample_results():
-        write_result(tmp_path / "results", result)
+        ResultStore(tmp_path / "results").write(result)
     reports = disk.path / "reports"
     code, _, err = finished(dlperf("report", "--reports-dir", str(reports), cwd=tmp_path))
     assert code == 0, err
@@ -211,7 +212,7 @@ def test_four_sweeps_of_one_matrix_at_once_each_store_their_own_results(tmp_path
     for proc in procs:
         code, _, err = finished(proc)
         assert code == 0, err
-    stored = load_results(tmp_path / "results")
+    stored = ResultStore(tmp_path / "results").results()
     assert len(stored) == 8 and len({r.id for r in stored}) == 8
     for result in stored:
         assert result.status == ResultStatus.ok

@@ -20,6 +20,7 @@ from dlperf.cli import app
 from dlperf.compare import compare_results
 from dlperf.history import HistoryFilters, history, history_points
 from dlperf.index import INDEX_FILE, ResultIndex, open_index
+from dlperf.resultio import SkippedResult, load_result
 from dlperf.schema import (
     SCHEMA_VERSION,
     BenchmarkSpec,
@@ -29,7 +30,7 @@ from dlperf.schema import (
     SourceInfo,
     Window,
 )
-from dlperf.store import SkippedResult, iter_result_paths, load_result, load_results, write_result
+from dlperf.store import ResultStore
 
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8]  # 7 repeats around 100 samples/s
 
@@ -56,7 +57,7 @@ def result(values, *, when: str, framework: str = "pytorch", model: str = "resne
 
 
 def store(folder: Path, *results) -> list[Path]:
-    return [write_result(folder, r) for r in results]
+    return [ResultStore(folder).write(r) for r in results]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -107,8 +108,8 @@ def test_index_follows_added_changed_and_removed_files(tmp_path: Path) -> None:
     assert rows[b.id].median == 80.0 and rows[b.id].values == (80.0,) * 7
     assert rows[d.id].median == 50.0 and rows[a.id].median == 100.0 and rows[a.id].n == 7
     # The index is no result: the folder's readers never see it, nor does git.
-    assert all(p.suffix == ".json" for p in iter_result_paths(tmp_path))
-    assert len(load_results(tmp_path)) == 3
+    assert all(p.suffix == ".json" for p in ResultStore(tmp_path).paths())
+    assert len(ResultStore(tmp_path).results()) == 3
     assert "/.index.sqlite*" in (tmp_path / ".gitignore").read_text()
 
 
@@ -407,7 +408,7 @@ def test_imported_and_run_results_carry_the_commits(tmp_path: Path, monkeypatch)
     env = imported.environment
     assert (env.workdir_commit, env.workdir_dirty) == (head, False)
     assert env.dlperf_commit == git(gitinfo.DLPERF_ROOT, "rev-parse", "HEAD")
-    path = write_result(tmp_path / "results", imported)
+    path = ResultStore(tmp_path / "results").write(imported)
     assert load_result(path).environment.workdir_commit == head
     ran = run_environment({"python": "3.11.7"}, None, None)
     assert (ran.workdir_commit, ran.workdir_dirty, ran.dlperf_commit) == (
@@ -415,7 +416,7 @@ def test_imported_and_run_results_carry_the_commits(tmp_path: Path, monkeypatch)
 
 
 def test_a_version_5_result_loads_without_commits(tmp_path: Path) -> None:
-    path = write_result(tmp_path, result(BASE, when="2025-01-01T00:00:00+00:00"))
+    path = ResultStore(tmp_path).write(result(BASE, when="2025-01-01T00:00:00+00:00"))
     data = json.loads(path.read_text())
     for name in ("dlperf_commit", "dlperf_dirty", "workdir_commit", "workdir_dirty"):
         del data["environment"][name]

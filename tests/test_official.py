@@ -16,7 +16,7 @@ from dlperf import DlperfError
 from dlperf.cli import app
 from dlperf.importers.dlperf_logs import group_logs, import_logs, path_settings
 from dlperf.schema import RepeatStatus, ResultStatus
-from dlperf.store import load_results
+from dlperf.store import ResultStore
 
 # What DLPerf published for these logs (../shared/fixtures/README.md).
 PUBLISHED = [("1", "321.8", "1.00"), ("2", "574.66", "1.79"), ("4", "1143.46", "3.55"),
@@ -44,7 +44,8 @@ def test_parse_and_report_reproduce_dlperf_tf2_resnet50(fixtures: Path, tmp_path
         cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
-    results = sorted(load_results(tmp_path / "results"), key=lambda r: r.spec.devices_per_node)
+    stored = ResultStore(tmp_path / "results").results()
+    results = sorted(stored, key=lambda r: r.spec.devices_per_node)
     assert [r.spec.devices_per_node for r in results] == [1, 2, 4, 8]
     for r, (_devices, median, _) in zip(results, PUBLISHED, strict=True):
         assert r.status == ResultStatus.ok and r.origin == "parse"
@@ -114,7 +115,7 @@ def test_parse_suggests_no_option_it_lacks(fixtures: Path, tmp_path: Path) -> No
     assert out.exit_code == 0, out.output
     assert "too few to judge stability; re-run with 7 repeats" in out.stdout
     assert "--repeats" not in out.output
-    (stored,) = load_results(tmp_path / "r")
+    (stored,) = ResultStore(tmp_path / "r").results()
     assert not any("--repeats" in w for w in stored.warnings)
 
 

@@ -28,7 +28,7 @@ from dlperf.schema import (
     Window,
 )
 from dlperf.stats import RERUN_WITH_REPEATS, noise_warnings, summarize
-from dlperf.store import write_result
+from dlperf.store import ResultStore
 
 FLOPS_PER_SAMPLE = 24.6e9  # ResNet50 training: ~3 x 8.2 GFLOPs forward per 224x224 image
 H100 = "NVIDIA H100 80GB HBM3"
@@ -344,7 +344,7 @@ def test_long_messages_are_one_truncated_line() -> None:
 def test_write_reports(tmp_path: Path) -> None:
     results_dir, reports_dir = tmp_path / "results", tmp_path / "reports"
     for result in sample_results():
-        write_result(results_dir, result)
+        ResultStore(results_dir).write(result)
     written = write_reports(results_dir, reports_dir)
     assert written == [
         reports_dir / "resnet50.md",
@@ -383,7 +383,7 @@ def test_scaling_series_is_speedup_per_device_count() -> None:
 def test_pages_of_models_without_results_are_removed(tmp_path: Path) -> None:
     results_dir, reports_dir = tmp_path / "results", tmp_path / "reports"
     for result in sample_results():
-        write_result(results_dir, result)
+        ResultStore(results_dir).write(result)
     reports_dir.mkdir()
     (reports_dir / "bert.md").write_text("# bert\n\n" + GENERATED + "\n")  # an old page
     (reports_dir / "bert.png").write_bytes(PNG_MAGIC)
@@ -480,7 +480,7 @@ def test_pages_name_the_results_git_commit(tmp_path: Path) -> None:
     track gets none (the same results give the same page either way)."""
     results_dir, reports_dir = tmp_path / "results", tmp_path / "reports"
     for result in sample_results():
-        write_result(results_dir, result)
+        ResultStore(results_dir).write(result)
     write_reports(results_dir, reports_dir)
     assert "git commit" not in (reports_dir / "resnet50.md").read_text()
 

@@ -10,10 +10,10 @@ import pytest
 from conftest import throughput_from_marks
 
 from dlperf import DlperfError
+from dlperf.resultio import load_result
 from dlperf.runner import run_benchmark
 from dlperf.schema import SCHEMA_VERSION, RepeatStatus, ResultStatus
 from dlperf.spec import resolve_spec
-from dlperf.store import load_result
 from dlperf.system import cpu_budget
 
 pytestmark = pytest.mark.multiprocess

@@ -25,7 +25,7 @@ from dlperf.report.site import (
     write_site,
 )
 from dlperf.schema import Result
-from dlperf.store import write_result
+from dlperf.store import ResultStore
 
 CUDA_KEY = (
     "pytorch_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224_channels_last=1_fused_optimizer=1"
@@ -72,7 +72,7 @@ def site_results() -> list[Result]:
 
 def write_results(folder: Path) -> Path:
     for r in site_results():
-        write_result(folder, r)
+        ResultStore(folder).write(r)
     return folder
 
 
@@ -267,7 +267,7 @@ def test_a_page_shows_the_telemetry_table_and_the_samples_per_joule_chart(
     ]  # fmt: skip
     metrics = r.metrics.model_copy(update={"samples_per_joule": 312.5})
     measured = r.model_copy(update={"repeats": repeats, "metrics": metrics})
-    write_result(tmp_path / "results", measured)
+    ResultStore(tmp_path / "results").write(measured)
     stored = load_stored(tmp_path / "results")
     page, charts = render_model_page(stored, "resnet50", history(tmp_path / "results"))
     report = render_model_report([s.result for s in stored], "resnet50")

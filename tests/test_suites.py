@@ -16,6 +16,7 @@ from dlperf.assemble import build_result
 from dlperf.cli import app
 from dlperf.compare import compare
 from dlperf.report.suites import fambench_table, superbench_metrics, superbench_tags
+from dlperf.resultio import load_result
 from dlperf.schema import (
     SCHEMA_VERSION,
     BenchmarkSpec,
@@ -26,7 +27,7 @@ from dlperf.schema import (
     Window,
 )
 from dlperf.stats import mann_whitney_p, smallest_p
-from dlperf.store import load_result, write_result
+from dlperf.store import ResultStore
 from dlperf.superbench import SB_PERCENTILES, nearest_percentile
 
 ENVIRONMENT = Environment(dlperf_version="test", host="test-host", os="linux")
@@ -51,7 +52,7 @@ def result(model: str, values: list[float], *, batch: int = 8, step_times=(0.01,
 
 def store(folder: Path, *results) -> Path:
     for r in results:
-        write_result(folder, r)
+        ResultStore(folder).write(r)
     return folder
 
 
@@ -160,7 +161,7 @@ def test_compare_fallback_is_the_means_t_interval_from_the_repeats(tmp_path: Pat
 
 def test_a_version_3_file_gets_the_medians_interval_recomputed(tmp_path: Path) -> None:
     seven = result("resnet50", [100.0, 30.0, 101.0, 99.0, 102.0, 98.0, 100.5])
-    path = write_result(tmp_path, seven)
+    path = ResultStore(tmp_path).write(seven)
     old = json.loads(path.read_text())
     t = old["metrics"]["throughput"]
     assert (t["ci_low"], t["ci_high"], t["ci_coverage"]) == (30.0, 102.0, 0.984375)
@@ -173,7 +174,7 @@ def test_a_version_3_file_gets_the_medians_interval_recomputed(tmp_path: Path) -
     loaded = load_result(path)
     assert loaded.schema_version == SCHEMA_VERSION and loaded == seven
     three = result("resnet50", [100.0, 101.0, 99.0])
-    path = write_result(tmp_path, three)
+    path = ResultStore(tmp_path).write(three)
     old = json.loads(path.read_text())
     old["metrics"]["throughput"].update(ci_low=98.5, ci_high=101.5)
     del old["metrics"]["throughput"]["ci_coverage"]
@@ -401,7 +402,7 @@ def test_superbench_multi_node_metrics_on_node_0_codes_on_every_node(tmp_path: P
 
 def test_superbench_export_uses_stored_statistics_or_recomputes_them(tmp_path: Path) -> None:
     r = sb_result("resnet50", [[80, 120]], batch=50)
-    path = write_result(tmp_path / "stored", r)
+    path = ResultStore(tmp_path / "stored").write(r)
     name = "resnet_models/pytorch-resnet50/fp32_train_throughput"
     export = ["export", "--format", "superbench", "--results-dir", str(tmp_path / "stored")]
     assert json.loads(CliRunner().invoke(app, export).stdout)[name] == pytest.approx(520.8333333)
@@ -490,7 +491,7 @@ def test_export_parquet_keeps_the_frame(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
     import pandas as pd
 
-    from dlperf.store import results_frame
+    from dlperf.report.export import results_frame
 
     results = stored_for_export(tmp_path / "res")
     target = tmp_path / "results.parquet"
@@ -758,7 +759,7 @@ def test_fambench_imports_flow_through_report_export_compare_score(
 
 
 def test_a_version_4_result_loads_as_the_current_version(tmp_path: Path) -> None:
-    path = write_result(tmp_path, result("resnet50", [100.0]))
+    path = ResultStore(tmp_path).write(result("resnet50", [100.0]))
     data = json.loads(path.read_text())
     for r in data["repeats"]:
         del r["peer"]

@@ -7,7 +7,7 @@ from conftest import throughput_from_marks
 
 from dlperf import DlperfError
 from dlperf.schema import ResultStatus
-from dlperf.store import load_results
+from dlperf.store import ResultStore
 from dlperf.sweep import SweepCallbacks, load_plan, run_sweep
 
 MATRIX = """
@@ -131,7 +131,7 @@ def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         run_sweep(plan, tmp_path / "results", SweepCallbacks(repeat_started=stop_at_third))
-    assert load_results(tmp_path / "results") == []  # nothing half-written
+    assert ResultStore(tmp_path / "results").results() == []  # nothing half-written
     resumed = []
     cb = SweepCallbacks(repeat_started=lambda spec, i: resumed.append((spec.batch_size, i)))
     outcomes, _ = run_sweep(plan, tmp_path / "results", cb)

@@ -14,6 +14,7 @@ import pytest
 
 from dlperf import system, telemetry
 from dlperf.assemble import build_result
+from dlperf.resultio import load_result
 from dlperf.schema import (
     SCHEMA_VERSION,
     BenchmarkSpec,
@@ -23,7 +24,7 @@ from dlperf.schema import (
     Telemetry,
     Window,
 )
-from dlperf.store import load_result, write_result
+from dlperf.store import ResultStore
 from dlperf.telemetry import (
     CpuSource,
     NvmlSource,
@@ -368,7 +369,7 @@ def test_samples_per_joule_is_the_median_over_repeats_with_energy(tmp_path: Path
     assert result.metrics.samples_per_joule == pytest.approx(100.0)
     warned = [w for w in result.warnings if "throttled" in w]
     assert len(warned) == 1 and "repeat(s) 2 (HwThermalSlowdown)" in warned[0]
-    path = write_result(tmp_path, result)
+    path = ResultStore(tmp_path).write(result)
     assert load_result(path) == result
     # a version-5 file (before telemetry) loads unchanged
     data = json.loads(path.read_text())

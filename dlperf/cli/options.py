@@ -312,6 +312,31 @@ OnlyFrameworks = Annotated[
     list[str] | None, typer.Option("--framework", help="Only these (repeatable).")
 ]
 OnlyModels = Annotated[list[str] | None, typer.Option("--model", help="Only these.")]
+OnlyMachines = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--machine",
+        metavar="ID",
+        help="Only these machines: a machine id or a piece of its name (repeatable).",
+    ),
+]
+OneMachine = Annotated[
+    str | None,
+    typer.Option(
+        "--machine",
+        metavar="ID",
+        help="The machine whose results count, where they come from several: its id or a "
+        "piece of its name.",
+    ),
+]
+AcrossMachines = Annotated[
+    bool,
+    typer.Option(
+        "--across-machines",
+        help="Compare results of different machines (they are never compared otherwise); "
+        "the machines are printed first.",
+    ),
+]
 EnvDevice = Annotated[Literal[DEVICES], typer.Option(help="Variant: cpu or cuda.")]
 Rebuild = Annotated[bool, typer.Option(help="Remove and rebuild even if ready.")]
 Refetch = Annotated[bool, typer.Option(help="Remove and fetch again even if ready.")]
@@ -321,7 +346,7 @@ ConfigContains = Annotated[
     typer.Option(
         "--config",
         metavar="TEXT",
-        help="Only configurations whose key contains this text (repeatable: all of them).",
+        help="Only benchmarks whose id or settings contain this text (repeatable: all of them).",
     ),
 ]
 Since = Annotated[
@@ -342,7 +367,7 @@ HistoryLast = Annotated[
     int | None,
     typer.Option(
         metavar="N",
-        help="Show each configuration's newest N points (judged against the points before).",
+        help="Show each series' newest N points (judged against the points before).",
     ),
 ]
 HistoryJson = Annotated[

@@ -112,10 +112,12 @@ def headline(result) -> str:
 
 def results_table(results) -> Table:
     """A sweep's closing table: each configuration, its status and its number."""
+    from dlperf.identity import describe, identity_of
+
     table = Table("configuration", "status", "result")
-    for r in sorted(results, key=lambda r: r.spec.config_key()):
+    for r in sorted(results, key=lambda r: identity_of(r).key):
         colour = "green" if r.status.value == "ok" else "red"
-        table.add_row(esc(r.spec.config_key()), f"[{colour}]{r.status.value}[/]",
+        table.add_row(esc(describe(r.spec)), f"[{colour}]{r.status.value}[/]",
                       esc(headline(r).split(": ", 1)[-1]))  # fmt: skip
     return table
 
@@ -220,20 +222,22 @@ VERDICT_STYLES = {
 
 
 def history_tables(points) -> list[Table]:
-    """One table per configuration: its points over time, what changed, the verdicts."""
+    """One table per series (a benchmark on a machine): its points over time, their settings,
+    what changed, the verdicts."""
     from itertools import groupby
 
-    from dlperf.history import commit_label
+    from dlperf.identity import commit_label
 
     tables = []
-    for key, group in groupby(points, key=lambda p: p.config_key):
+    for _series, group in groupby(points, key=lambda p: p.series):
         group = list(group)
         rows = [_history_row(p, commit_label) for p in group]
         # Columns no point fills (commits before they were recorded, nothing changed) go.
-        names = ["created", "result", "median", "n", "change", "verdict", "versions",
-                 "commits", "changed since"]  # fmt: skip
+        names = ["created", "result", "median", "n", "change", "verdict", "settings",
+                 "versions", "commits", "changed since"]  # fmt: skip
         keep = [i for i, name in enumerate(names) if i < 6 or any(r[i] != "–" for r in rows)]
-        table = Table(title=esc(key), title_justify="left")
+        title = f"{group[0].benchmark_id} on {group[0].machine}"
+        table = Table(title=esc(title), title_justify="left")
         for i in keep:
             table.add_column(names[i], justify="right" if names[i] in ("median", "n", "change")
                              else "left", overflow="fold")  # fmt: skip
@@ -267,6 +271,9 @@ def _history_row(p, commit_label) -> list[str]:
         )
         if label
     )
+    from dlperf.identity import settings_label
+
+    settings = p.settings_map
     return [
         esc(p.created.replace("T", " ")[:16]),
         esc(p.result_id),
@@ -274,6 +281,7 @@ def _history_row(p, commit_label) -> list[str]:
         str(p.n),
         f"{p.change:+.1%}" if p.change is not None else "–",
         verdict,
+        esc(settings_label(settings)) if settings else "–",
         esc(versions) or "–",
         esc(commits) or "–",
         esc("; ".join(p.changes)) or "–",

@@ -153,9 +153,10 @@ def report(
 ) -> None:
     """Regenerate reports/<model>.md (and charts) from the results directory."""
     from dlperf.report import write_fambench_report, write_reports
-    from dlperf.store import iter_result_paths
+    from dlperf.store import ResultStore
 
-    if not iter_result_paths(results_dir):
+    store = ResultStore(results_dir)
+    if not store.paths():
         raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
     if style == "fambench":
         paths, table = write_fambench_report(results_dir, reports_dir)
@@ -163,15 +164,15 @@ def report(
         for path in paths:
             console.print(f"wrote {path}", markup=False)
         return
+    from dlperf.identity import describe
     from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
-    from dlperf.store import load_results
 
-    results = load_results(results_dir)
+    results = store.results()
     for p in write_reports(results_dir, reports_dir, results):
         console.print(f"wrote {p}", markup=False)
     for result, efficiency in suspect_scaling(results):
         console.print(
-            f"[yellow]suspect:[/] {result.spec.config_key()} scales at {efficiency:.1%} of "
+            f"[yellow]suspect:[/] {esc(describe(result.spec))} scales at {efficiency:.1%} of "
             f"linear (> {SUSPECT_EFFICIENCY:.0%}); rerun it and its 1x1 on an idle machine",
             highlight=False,
         )
@@ -198,12 +199,12 @@ def export(
     """Results for other tools: SuperBench's results-summary.jsonl (one line per node, its
     names and statistics), or a table (CSV, Parquet) of the newest result of each
     configuration."""
-    from dlperf.store import latest_per_config, load_results
+    from dlperf.store import ResultStore, newest
 
     if format_ == "parquet" and out is None:
         raise DlperfError("--format parquet is binary: give --out FILE")
-    stored = load_results(results_dir)
-    results = latest_per_config(stored)
+    stored = ResultStore(results_dir).results()
+    results = newest(stored)
     if format_ == "json":
         from dlperf.report.export import results_json
 
@@ -237,6 +238,8 @@ def score(
     reference: o.Reference = None,
     hierarchy: o.Hierarchy = None,
     flat: o.Flat = False,
+    machine: o.OneMachine = None,
+    across_machines: o.AcrossMachines = False,
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.ScoreJson = False,
 ) -> None:
@@ -251,8 +254,8 @@ def score(
     out = err if json_out else console  # with --json, stdout is the JSON alone
     if freeze is not None:
         tree = scoring.load_hierarchy(hierarchy) if hierarchy is not None else None
-        n, unknown = scoring.freeze(results_dir, freeze, tree)
-        out.print(f"froze {n} configuration(s) into {freeze}", markup=False)
+        n, unknown, on = scoring.freeze(results_dir, freeze, tree, machine)
+        out.print(f"froze {n} configuration(s) of {on.label} into {freeze}", markup=False)
         for model in unknown:
             out.print(
                 f"[yellow]warning:[/] the catalog does not place {model}: it goes under "
@@ -261,7 +264,12 @@ def score(
         if json_out:
             sys.stdout.write(freeze.read_text())
         return
-    s = scoring.score(results_dir, reference, hierarchy, flat)
+    s = scoring.score(results_dir, reference, hierarchy, flat, machine, across_machines)
+    if s.reference_machine and s.reference_machine != s.machine:
+        out.print(f"[bold]across machines:[/] reference {esc(s.reference_machine)}; results "
+                  f"{esc(s.machine)}", highlight=False)  # fmt: skip
+    else:
+        out.print(f"machine: {esc(s.machine)}", highlight=False)
     for table in score_tables(s):
         out.print(table)
     out.print(f"[bold]score {s.total:.1f}[/] (reference = 1000)")
@@ -281,27 +289,43 @@ def compare(
     a: o.Baseline,
     b: o.Candidate,
     threshold: o.Threshold = 0.05,
+    across_machines: o.AcrossMachines = False,
     out: o.MarkdownOut = None,
     json_out: o.CompareJson = False,
 ) -> None:
-    """Configuration by configuration, B against A; exit code 2 when B regressed."""
-    from dlperf.compare import compare as compare_dirs
+    """Benchmark by benchmark on the same machine, B against A, with every setting and
+    environment difference named. Exit code 2 when B regressed, 3 when nothing was comparable
+    (no benchmark in common, or only on other machines)."""
+    from dlperf.compare import compare as compare_sides
     from dlperf.compare import render_markdown
 
-    rows, notes = compare_dirs(a, b, threshold)
-    text = render_markdown(rows, notes, threshold)
+    c = compare_sides(a, b, threshold, across_machines)
+    text = render_markdown(c)
     (sys.stderr if json_out else sys.stdout).write(text)
     if json_out:
-        print_json({"threshold": threshold, "rows": [asdict(r) for r in rows], "notes": notes})
+        print_json(
+            {
+                "threshold": threshold,
+                "across_machines": across_machines,
+                "machines": {"a": c.machines_a, "b": c.machines_b},
+                "comparable": c.reason is None,
+                "reason": c.reason,
+                "pairs": [asdict(r) for r in c.rows],
+                "only_in_a": c.only_a,
+                "only_in_b": c.only_b,
+                "notes": c.notes,
+            }
+        )
     if out is not None:
         atomic_write(out, text)
-    if any(r.verdict == "regression" for r in rows):
-        raise typer.Exit(2)
+    if c.exit_code:
+        raise typer.Exit(c.exit_code)
 
 
 def history(
     framework: o.OnlyFrameworks = None,
     model: o.OnlyModels = None,
+    machine: o.OnlyMachines = None,
     config: o.ConfigContains = None,
     since: o.Since = None,
     until: o.Until = None,
@@ -310,17 +334,18 @@ def history(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.HistoryJson = False,
 ) -> None:
-    """Each configuration's results over time: medians, versions and commits, what changed
-    between points, and each change judged by `dlperf compare`'s test."""
+    """Each benchmark's results over time on each machine: medians, settings, versions and
+    commits, what changed between points, and each change judged by `dlperf compare`'s test."""
     from dlperf.history import HistoryFilters
     from dlperf.history import history as history_of
-    from dlperf.store import iter_result_paths
+    from dlperf.store import ResultStore
 
-    if not iter_result_paths(results_dir):
+    if not ResultStore(results_dir).paths():
         raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
     filters = HistoryFilters(
         frameworks=tuple(framework or ()),
         models=tuple(model or ()),
+        machines=tuple(machine or ()),
         contains=tuple(config or ()),
         since=since,
         until=until,
@@ -331,10 +356,12 @@ def history(
     out = err if json_out else console  # with --json, stdout is the JSON alone
     for table in history_tables(points):
         out.print(table)
-    configs = len({p.config_key for p in points})
+    series = len({p.series for p in points})
+    machines = len({p.machine_id for p in points})
     flagged = [p for p in points if p.verdict in ("regression", "improvement")]
     out.print(
-        f"{len(points)} point(s) of {configs} configuration(s); {len(flagged)} significant "
+        f"{len(points)} point(s) of {series} series on {machines} machine(s); "
+        f"{len(flagged)} significant "
         f"change(s) beyond {threshold:.0%} (compare's test); index {refresh.location}: "
         f"{refresh.files} file(s), {refresh.added} added, {refresh.changed} re-read, "
         f"{refresh.removed} removed",
@@ -346,6 +373,6 @@ def history(
             {
                 "threshold": threshold,
                 "filters": asdict(filters),
-                "points": [asdict(p) for p in points],
+                "points": [p.as_json() for p in points],
             }
         )

@@ -129,10 +129,12 @@ def run(
         atomic_write(sbatch, sbatch_script(spec, argv, str(Path.cwd())))
         console.print(f"wrote {sbatch}; submit it with: sbatch {sbatch}", markup=False)
         return
+    from dlperf.identity import benchmark_id, this_machine
+
     out = err if json_out else console
     out.print(
-        f"[bold]{spec.config_key()}[/] skip {spec.skip}, measure {spec.measure}, "
-        f"{spec.repeats} repeats",
+        f"[bold]{benchmark_id(spec)}[/] on {esc(this_machine(spec.device).label)}: skip "
+        f"{spec.skip}, measure {spec.measure}, {spec.repeats} repeats",
         highlight=False,
     )
     if spec.practice:
@@ -164,9 +166,9 @@ def run(
         )
     print_summary(out, result, path)
     from dlperf.report._data import SUSPECT_EFFICIENCY, scaling_efficiency
-    from dlperf.store import single_device_baseline
+    from dlperf.store import ResultStore
 
-    base = single_device_baseline(results_dir, result.spec)
+    base = ResultStore(results_dir).baseline(result)
     efficiency = scaling_efficiency(result, base)
     if efficiency is not None:
         print_scaling(out, result, base, efficiency, SUSPECT_EFFICIENCY)
@@ -219,8 +221,10 @@ def print_plan(spec, official, launch, python: Path | None = None) -> None:
 
     plan = plan_run(spec, official, launch, python)
     if spec.impl != "official":
+        from dlperf.identity import describe
+
         console.print(
-            f"[bold]{spec.config_key()}[/]: {spec.world_size} rank(s), global batch "
+            f"[bold]{esc(describe(spec))}[/]: {spec.world_size} rank(s), global batch "
             f"{spec.global_batch}; each rank writes $DLPERF_EVENTS with {{rank}} replaced"
         )
     else:
@@ -247,6 +251,7 @@ def sweep(
     resume: o.Resume = True,
 ) -> None:
     """Run a matrix of benchmarks, repeats interleaved across configs, resumable."""
+    from dlperf.identity import describe
     from dlperf.sweep import SweepCallbacks, load_plan, run_sweep
 
     plan = load_plan(file)
@@ -259,13 +264,13 @@ def sweep(
 
         def done(spec, r) -> None:
             progress.console.print(
-                f"  {spec.config_key()} #{r.index}: {r.status.value} {esc(repeat_value(r))}"
+                f"  {esc(describe(spec))} #{r.index}: {r.status.value} {esc(repeat_value(r))}"
             )
             progress.advance(task)
 
         def config_done(result, path) -> None:
             if result.status.value != "ok":
-                failed.append(result.spec.config_key())
+                failed.append(describe(result.spec))
 
         callbacks = SweepCallbacks(
             message=lambda m: progress.console.print(f"  {esc(m)}"),
@@ -280,11 +285,11 @@ def sweep(
     console.print(f"{len(outcomes)} result(s) stored in {esc(str(results_dir))}")
     if outcomes:
         console.print(results_table(result for result, _ in outcomes))
-    for result, _ in sorted(outcomes, key=lambda o: o[0].spec.config_key()):
+    for result, _ in sorted(outcomes, key=lambda o: describe(o[0].spec)):
         for warning in result.warnings:
-            console.print(f"[yellow]warning[/] {esc(result.spec.config_key())}: {esc(warning)}")
+            console.print(f"[yellow]warning[/] {esc(describe(result.spec))}: {esc(warning)}")
     for key in failed:
-        console.print(f"[red]failed or partial:[/] {key}")
+        console.print(f"[red]failed or partial:[/] {esc(key)}")
     for key, why in cannot_run.items():
         console.print(f"[red]could not run:[/] {key}: {esc(why)}")
     if failed or cannot_run:

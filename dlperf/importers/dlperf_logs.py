@@ -26,7 +26,7 @@ from dlperf.official.manifest import find_manifest
 from dlperf.proc import tail as log_tail
 from dlperf.schema import RepeatStatus, Result
 from dlperf.spec import resolve_spec
-from dlperf.store import write_result
+from dlperf.store import ResultStore
 
 # DLPerf's tree: <N>n<G>g/<name>_b<batch>_<precision>[_xla]_<repeat>.log
 _CONFIG_DIR = re.compile(r"^(?P<nodes>\d+)n(?P<devices>\d+)[gcd]$")
@@ -168,4 +168,5 @@ def import_logs(
             )
         built.append(result)
     # Written once every result is made: a refused log leaves nothing half-imported.
-    return [(result, write_result(results_dir, result)) for result in built]
+    store = ResultStore(results_dir)
+    return [(result, store.write(result)) for result in built]

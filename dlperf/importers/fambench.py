@@ -35,7 +35,7 @@ from dlperf.events import split_lines
 from dlperf.importers import imported_result
 from dlperf.schema import BenchmarkSpec, PeerStat, Repeat, RepeatStatus, Result
 from dlperf.stats import FAMBENCH_P95_RULE, fambench_p95
-from dlperf.store import write_result
+from dlperf.store import ResultStore
 
 SUITE = "fambench"  # the key of its numbers in metrics.peer / repeat.peer
 IMPLEMENTATIONS = {"ootb": "ootb", "optimized": "official", "ubench": "micro", "micro": "micro"}
@@ -320,4 +320,5 @@ def import_logs(
             result.model_copy(update={"metrics": metrics, "warnings": [*result.warnings, *notes]})
         )
     # Written once every result is made: a refused log leaves nothing half-imported.
-    return [(result, write_result(results_dir, result)) for result in built]
+    store = ResultStore(results_dir)
+    return [(result, store.write(result)) for result in built]

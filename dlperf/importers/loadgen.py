@@ -11,7 +11,7 @@ from dlperf import DlperfError
 from dlperf.importers import imported_result
 from dlperf.mlperf import DETAIL, SUMMARY, given_settings, invalid_message, read_dir
 from dlperf.schema import BenchmarkSpec, LoadGenRun, Repeat, RepeatStatus, Result
-from dlperf.store import write_result
+from dlperf.store import ResultStore
 
 
 def import_dirs(
@@ -67,7 +67,8 @@ def import_dirs(
     if not built and skipped:
         raise DlperfError("; ".join(skipped) + ": nothing to import")
     # Written once every result is made: a refused log leaves nothing half-imported.
-    return [(result, write_result(results_dir, result)) for result in built]
+    store = ResultStore(results_dir)
+    return [(result, store.write(result)) for result in built]
 
 
 def loadgen_repeat(index: int, run: LoadGenRun) -> Repeat:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from dlperf.identity import identity_of, machine_of, spec_key
 from dlperf.schema import (
     DEVICES,
     IMPLS,
@@ -17,7 +18,7 @@ from dlperf.schema import (
     ResultStatus,
     short_revision,
 )
-from dlperf.store import latest_per_config, single_device_key
+from dlperf.store import newest, single_device
 
 MESSAGE_CHARS = 120
 # A data-parallel run cannot beat N x one device by more than noise; above this it is suspect
@@ -146,7 +147,7 @@ class Config:
 
 def select(results: Iterable[Result], model: str) -> list[Result]:
     """The newest result per configuration of `model`, in a fixed order."""
-    chosen = latest_per_config(r for r in results if r.spec.model == model)
+    chosen = newest(r for r in results if r.spec.model == model)
     return sorted(chosen, key=lambda r: (Config.of(r).sort_key(), r.spec.framework))
 
 
@@ -259,12 +260,14 @@ def max_other_share(result: Result) -> float | None:
 def suspect_scaling(results: Sequence[Result]) -> list[tuple[Result, float]]:
     """(result, scaling efficiency) of every data-parallel result that scales better than
     linearly against the 1x1 result of its configuration."""
-    latest = latest_per_config(results)
-    ones = {r.spec.config_key(): r for r in latest if r.spec.world_size == 1}
+    latest = newest(results)
+    ones = {identity_of(r).key: r for r in latest if r.spec.world_size == 1}
     out = []
     for r in latest:
         if r.spec.world_size > 1:
-            efficiency = scaling_efficiency(r, ones.get(single_device_key(r.spec)))
+            benchmark, settings = spec_key(single_device(r.spec))
+            base = ones.get((benchmark, machine_of(r).id, settings))
+            efficiency = scaling_efficiency(r, base)
             if efficiency is not None and efficiency > SUSPECT_EFFICIENCY:
                 out.append((r, efficiency))
     return out

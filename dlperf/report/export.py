@@ -1,5 +1,6 @@
 """dlperf's own results as a table for other tools: CSV or JSON text, or Parquet bytes, one
-row per result (`store.results_frame`). Renderers only; the CLI writes."""
+row per result (`dlperf.rows`, the row the results index and the site read too). Renderers
+only; the CLI writes."""
 
 from __future__ import annotations
 
@@ -14,9 +15,14 @@ PARQUET_MISSING = (
 )
 
 
-def results_csv(results: list[Result]) -> str:
-    from dlperf.store import results_frame
+def results_frame(results: list[Result]):  # -> pandas.DataFrame
+    """One row per result (`dlperf.rows`), typed."""
+    from dlperf.rows import result_row, rows_frame
 
+    return rows_frame([result_row(r) for r in results])
+
+
+def results_csv(results: list[Result]) -> str:
     # Floats are written in full (repr), so reading the CSV back gives the stored values.
     return results_frame(results).to_csv(index=False, lineterminator="\n")
 
@@ -26,8 +32,6 @@ def results_parquet(results: list[Result]) -> bytes:
     # host dependency.
     if importlib.util.find_spec("pyarrow") is None:
         raise DlperfError(PARQUET_MISSING)
-    from dlperf.store import results_frame
-
     return results_frame(results).to_parquet(None, engine="pyarrow", index=False)
 
 
@@ -35,8 +39,6 @@ def results_json(results: list[Result]) -> str:
     """The same rows as a JSON array of objects, missing values null. Not pandas' to_json: it
     rounds floats to at most 15 digits, and these are written in full as in the CSV."""
     import json
-
-    from dlperf.store import results_frame
 
     frame = results_frame(results)
     rows = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")

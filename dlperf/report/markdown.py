@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 
+from dlperf.identity import describe, identity_of
 from dlperf.models import MODELS
 from dlperf.report._data import (
     SUSPECT_EFFICIENCY,
@@ -431,7 +432,7 @@ def _telemetry(results: Sequence[Result]) -> list[str]:
     sampled (results from before telemetry, or from remote nodes, have none)."""
     rows, reasons = [], []  # reasons: why energy could not be read, numbered in order
     periods: set[float] = set()
-    for r in sorted(results, key=lambda r: r.spec.config_key()):
+    for r in sorted(results, key=lambda r: identity_of(r).key):
         tele = [x.telemetry for x in repeats_in_order(r) if x.status == RepeatStatus.ok]
         tele = [t for t in tele if t is not None]
         if not tele:
@@ -450,7 +451,7 @@ def _telemetry(results: Sequence[Result]) -> list[str]:
         hit = sum(t.throttled for t in tele)
         rows.append(
             [
-                f"`{r.spec.config_key()}`",
+                f"`{describe(r.spec)}`",
                 tele[0].device + ("" if all(t.span == "window" for t in tele) else " (repeat)"),
                 _mean_of(t.utilization_pct for t in tele),
                 _span_of(t.clock_mhz for t in tele),
@@ -529,7 +530,7 @@ def _implementations(results: Sequence[Result]) -> list[str]:
 
 
 def _all_results(results: Sequence[Result]) -> list[str]:
-    ordered = sorted(results, key=lambda r: r.spec.config_key())
+    ordered = sorted(results, key=lambda r: identity_of(r).key)
     rows = []
     for r in ordered:
         values = [
@@ -540,7 +541,7 @@ def _all_results(results: Sequence[Result]) -> list[str]:
         ]
         origin = "imported log" if r.origin == "parse" else "run"
         rows.append(
-            [f"`{r.spec.config_key()}`", r.id, origin, r.status.value, ", ".join(values) or DASH]
+            [f"`{describe(r.spec)}`", r.id, origin, r.status.value, ", ".join(values) or DASH]
         )
     lines = [
         "## All results",
@@ -553,5 +554,5 @@ def _all_results(results: Sequence[Result]) -> list[str]:
         "### Warnings",
         "",
     ]
-    warned = [f"- `{r.spec.config_key()}`: {one_line(w, 300)}" for r in ordered for w in r.warnings]
+    warned = [f"- `{describe(r.spec)}`: {one_line(w, 300)}" for r in ordered for w in r.warnings]
     return [*lines, *(warned or ["None."]), ""]

@@ -10,6 +10,7 @@ from dataclasses import astuple, dataclass
 from typing import Any
 
 from dlperf.assemble import micro_score
+from dlperf.identity import describe
 from dlperf.schema import BenchmarkSpec, PeerStat, RepeatStatus, Result
 from dlperf.stats import fambench_p95
 from dlperf.superbench import SUITE, superbench_stats
@@ -112,7 +113,7 @@ def superbench_tags(results: list[Result]) -> dict[str, str]:
     """
     groups: dict[str, dict[str, BenchmarkSpec]] = defaultdict(dict)
     for r in results:
-        groups[superbench_benchmark(r.spec)][r.spec.config_key()] = r.spec
+        groups[superbench_benchmark(r.spec)][describe(r.spec)] = r.spec
     tags: dict[str, str] = {}
     for specs in groups.values():
         settings = {key: dict(_settings(spec)) for key, spec in specs.items()}
@@ -153,14 +154,14 @@ def superbench_lines(results: list[Result]) -> list[dict[str, float | str]]:
     runs several ranks, as SuperBench suffixes a metric that several ranks report)."""
     latest: dict[tuple[str, str], Result] = {}
     for r in results:
-        where = (_nodes(r)[0], r.spec.config_key())
+        where = (_nodes(r)[0], describe(r.spec))
         if where not in latest or (r.created, r.id) > (latest[where].created, latest[where].id):
             latest[where] = r
     chosen = [latest[k] for k in sorted(latest)]
     tags = superbench_tags(chosen)
     by_node: dict[str, dict[str, float | str]] = defaultdict(dict)
     for r in chosen:
-        metrics = superbench_metrics(r, tags[r.spec.config_key()])
+        metrics = superbench_metrics(r, tags[describe(r.spec)])
         ((code_name, code),) = [(k, v) for k, v in metrics.items() if k.endswith("/return_code")]
         del metrics[code_name]
         ranks = r.spec.devices_per_node
@@ -240,7 +241,7 @@ def fambench_summary(results: list[Result]) -> str:
     Rows follow the results' configuration keys, then the repeats (an import's logs in path
     order), where FAMBench takes its folder's directory order."""
     lines = [" ".join(FAMBENCH_SUMMARY_COLUMNS)]
-    for result in sorted(results, key=lambda r: r.spec.config_key()):
+    for result in sorted(results, key=lambda r: describe(r.spec)):
         lines += [" ".join(map(str, astuple(row))) for row in fambench_rows(result)]
     return "\n".join(lines) + "\n"
 
@@ -275,7 +276,7 @@ def fambench_table(results: list[Result]) -> str:
         "|---|---|---|---|---:|---:|---|---:|---:|",
     ]
     missed = False
-    for r in sorted(results, key=lambda r: r.spec.config_key()):
+    for r in sorted(results, key=lambda r: describe(r.spec)):
         found = fambench_score(r)
         if found is None:
             continue

@@ -13,7 +13,7 @@ from dlperf.report.chart import render_chart, render_scaling_chart
 from dlperf.report.markdown import GENERATED, render_model_report
 from dlperf.report.suites import fambench_summary, fambench_table
 from dlperf.schema import Result, ResultStatus
-from dlperf.store import latest_per_config, load_results
+from dlperf.store import ResultStore, newest
 
 
 def file_stem(model: str) -> str:
@@ -28,7 +28,7 @@ def write_reports(
 
     Each page is written whole or not at all (a full disk leaves the previous page, never half
     of a new one, and a StorageError naming the file)."""
-    results = latest_per_config(load_results(results_dir) if loaded is None else loaded)
+    results = newest(ResultStore(results_dir).results() if loaded is None else loaded)
     models = sorted({r.spec.model for r in results})
     check_writable(reports_dir, "the reports folder")
     commit = results_commit(results_dir)
@@ -88,7 +88,7 @@ def write_fambench_report(results_dir: Path, reports_dir: Path) -> tuple[list[Pa
     """Write, for the newest result of each configuration, reports/fambench.md (FAMBench's
     README table, a row per configuration) and reports/fambench_summary.txt (its
     result_summarizer's summary.txt, a row per log); returns the written paths and the table."""
-    results = latest_per_config(load_results(results_dir))
+    results = ResultStore(results_dir).newest()
     check_writable(reports_dir, "the reports folder")
     table = fambench_table(results)
     heading = "# Results in FAMBench's format\n\n"

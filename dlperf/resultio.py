@@ -1,0 +1,153 @@
+"""One result file: where results sit in a results folder, reading one (with schema upgrades,
+refusing a newer schema), and listing a folder's result files.
+
+Layout: ``<results>/<benchmark_id>/<result_id>.json``, raw logs beside it in ``<result_id>/``
+(`dlperf.identity.benchmark_id`; folders named by the configuration keys of older dlperf
+versions are read as they are). `dlperf.store.ResultStore` is what the rest of dlperf uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from dlperf import DlperfError
+from dlperf.files import describe
+from dlperf.schema import SCHEMA_VERSION, Result
+from dlperf.stats import CI_LEVEL, median_ci_ranks
+
+
+def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:
+    """Bring an older result up to SCHEMA_VERSION; refuse a newer one."""
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise DlperfError(f"{source}: not a dlperf result (no integer schema_version)")
+    if version > SCHEMA_VERSION:
+        raise DlperfError(
+            f"{source}: schema_version {version} is newer than this dlperf understands "
+            f"({SCHEMA_VERSION}); upgrade dlperf (pip install -U dlperf) to read it"
+        )
+    # Upgrades chain here, one version at a time.
+    if version == 1:  # 2 only added optional fields (spec.source, source, origin)
+        data = {**data, "schema_version": 2}
+    if data["schema_version"] == 2:  # 3 only added optional fields (practice, env kind, load)
+        data = {**data, "schema_version": 3}
+    if data["schema_version"] == 3:  # 4 redefined the summaries' interval: recomputed
+        data = {**data, "schema_version": 4}
+        if "metrics" in data:
+            data["metrics"] = _median_intervals(data["metrics"])
+    if data["schema_version"] == 4:  # 5 only added optional fields (metrics.peer, repeat.peer)
+        data = {**data, "schema_version": 5}
+    if data["schema_version"] == 5:  # 6 only added optional fields (telemetry, commits)
+        data = {**data, "schema_version": 6}
+    if data["schema_version"] == 6:  # 7 only added optional fields (the machine's GPUs)
+        data = {**data, "schema_version": 7}
+    return data
+
+
+def _median_intervals(metrics: Any) -> Any:
+    """Version 3's summaries held the mean's t-interval under ci_low / ci_high; 4's hold the
+    median's. Relabelling would misstate them, so each is recomputed from the summary's own
+    stored values (the ok repeats'), exactly as `stats.summarize` computes it today."""
+    if not isinstance(metrics, dict):
+        return metrics  # not a result's metrics: validation reports it
+    out = dict(metrics)
+    for name in ("throughput", "step_time_ms", "loadgen_metric"):
+        summary = out.get(name)
+        if not isinstance(summary, dict) or not isinstance(summary.get("values"), list):
+            continue
+        try:
+            ordered = sorted(float(v) for v in summary["values"])
+            ranks = median_ci_ranks(len(ordered), CI_LEVEL) if ordered else None
+        except (TypeError, ValueError):
+            continue  # malformed values: left as they are for validation to refuse
+        out[name] = {
+            **summary,
+            "ci_level": CI_LEVEL,
+            "ci_low": ordered[ranks.low_rank - 1] if ranks else None,
+            "ci_high": ordered[ranks.high_rank - 1] if ranks else None,
+            "ci_coverage": ranks.coverage if ranks else None,
+        }
+    return out
+
+
+class SkippedResult(UserWarning):
+    """A file in a results directory that is not a loadable result: skipped, never fatal."""
+
+
+def load_result(path: Path) -> Result:
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DlperfError(f"{path}: cannot read result: {exc}") from None
+    if not isinstance(data, dict):
+        raise DlperfError(f"{path}: not a dlperf result (a JSON {type(data).__name__})")
+    try:
+        return Result.model_validate(upgrade(data, str(path)))
+    except ValidationError as exc:
+        raise DlperfError(f"{path}: invalid result: {exc}") from None
+
+
+def result_paths(root: Path) -> list[Path]:
+    """Every result file of a results folder, sorted: exactly ``<root>/<folder>/<id>.json``
+    (deeper files are raw logs; names starting with a dot are dlperf's own: the index, a
+    temporary file). A folder that does not exist holds none; one that cannot be read is a
+    DlperfError naming it and the reason (never "no results"); an unreadable subfolder is
+    skipped with a SkippedResult warning."""
+    root = Path(root)
+    try:
+        top = sorted(os.scandir(root), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        raise DlperfError(f"{root} is a file, not a results folder; give a folder") from None
+    except OSError as exc:
+        raise DlperfError(f"cannot read the results folder {root}: {describe(exc)}") from None
+    found = []
+    for entry in top:
+        if entry.name.startswith(".") or not _is_dir(entry):
+            continue
+        try:
+            inner = sorted(os.scandir(entry.path), key=lambda e: e.name)
+        except OSError as exc:
+            warnings.warn(f"skipped {entry.path}: {describe(exc)}", SkippedResult, stacklevel=2)
+            continue
+        found += [
+            Path(e.path)
+            for e in inner
+            if e.name.endswith(".json") and not e.name.startswith(".") and _is_file(e)
+        ]
+    return found
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def load_each(paths: Iterable[Path]) -> list[tuple[Path, Result]]:
+    """Each loadable result with its file. A file that is not one (bad JSON, not UTF-8,
+    another schema, written by a newer dlperf) is skipped with a SkippedResult warning naming
+    it: one bad file never makes the rest of the folder unreadable."""
+    found = []
+    for path in paths:
+        try:
+            found.append((path, load_result(path)))
+        except DlperfError as exc:
+            warnings.warn(f"skipped {exc}", SkippedResult, stacklevel=3)
+    return found
