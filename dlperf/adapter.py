@@ -329,9 +329,7 @@ MICRO_OPTIONS = {  # sizes: what a microbenchmark measures, so not settings
         ),
     },
     "embeddingbag": {
-        "num_embeddings": integer(
-            "table rows (default 4,800,000: 1.07 GB in fp32)", setting=False
-        ),
+        "num_embeddings": integer("table rows (default 4,800,000: 1.07 GB in fp32)", setting=False),
         "embedding_dim": integer("row width (default 56)", setting=False),
         "bag_size": integer("rows pooled per sample (default 34)", setting=False),
     },

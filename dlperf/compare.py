@@ -210,9 +210,7 @@ def compare_results(
     )
 
 
-def compare(
-    a: Path, b: Path, threshold: float = 0.05, across_machines: bool = False
-) -> Comparison:
+def compare(a: Path, b: Path, threshold: float = 0.05, across_machines: bool = False) -> Comparison:
     """Compare two results folders (or result files)."""
     check_threshold(threshold)
     return compare_results(load_side(a), load_side(b), threshold, across_machines)

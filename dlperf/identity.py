@@ -204,7 +204,7 @@ class Machine:
 
     @property
     def label(self) -> str:
-        """"AMD EPYC 7B13 x 2 CPUs", "8 x NVIDIA H200 141 GiB, Intel Xeon 8480+ x 224 CPUs"."""
+        """ "AMD EPYC 7B13 x 2 CPUs", "8 x NVIDIA H200 141 GiB, Intel Xeon 8480+ x 224 CPUs"."""
         if not self.known:
             return "unknown machine"
         parts = []

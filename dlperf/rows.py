@@ -65,6 +65,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("values", "json"),
     # the throughput's summary over the ok repeats and the other metrics
     ("repeats_run", "int"),
+    ("throughput_n", "int"),  # the ok repeats the summary is over
     *((f"throughput_{name}", "float") for name in SUMMARY),
     ("noisy", "bool"),
     ("mfu", "float"),
@@ -152,6 +153,7 @@ def result_row(result: Result) -> dict[str, Any]:
         "n": len(values),
         "values": json_text(values),
         "repeats_run": len(result.repeats),
+        "throughput_n": t.n if t else 0,
         "source_commit": result.source.commit if result.source else None,
     }
     for name in ("framework", "model", "impl", "source", "mode", "scenario", "precision", "xla",

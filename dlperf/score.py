@@ -83,8 +83,10 @@ def one_machine(results: list[Result], wanted: str | None = None) -> tuple[list[
                     if wanted == k or wanted.lower() in m.label.lower()}  # fmt: skip
     if len(machines) != 1:
         listed = "; ".join(f"{k} ({m.label})" for k, m in sorted(machines.items()))
-        what = f"no machine matches --machine {wanted!r}" if not machines else (
-            f"these results come from {len(machines)} machines: {listed}"
+        what = (
+            f"no machine matches --machine {wanted!r}"
+            if not machines
+            else (f"these results come from {len(machines)} machines: {listed}")
         )
         raise DlperfError(f"{what}; a score is of one machine: pick it with --machine ID")
     (machine,) = machines.values()
@@ -323,4 +325,3 @@ def score(
     key = entry_key if ref.version >= 3 else (lambda r: legacy_config_key(r.spec))
     scored = weighted_score(ref.entries, entries_of(results, key), tree)
     return replace(scored, machine=on.label, reference_machine=ref_machine.get("label", ""))
-

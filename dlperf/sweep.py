@@ -410,9 +410,7 @@ def run_sweep(
                 runs[key].raw_dir / STATE_FILE, {"spec": json.loads(spec.model_dump_json())}
             )
             done[key] = attempt.finished if attempt else {}
-        cb.planned(
-            sum(s.repeats - len(done[describe(s)]) for s in todo if describe(s) in runs)
-        )
+        cb.planned(sum(s.repeats - len(done[describe(s)]) for s in todo if describe(s) in runs))
         outcomes = []
         for index in range(1, max((s.repeats for s in todo), default=0) + 1):
             for spec in todo:

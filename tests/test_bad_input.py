@@ -346,7 +346,7 @@ OTHERS = [
         "adir is a folder; give a file", {**STORED, **A_DIR}),
     bad("score freeze empty", ["score", "--freeze", ""], "an empty path; give a file"),
     bad("score nothing to freeze", ["score", "--freeze", "r.json", "--results-dir", "nosuch"],
-        "no ok results in nosuch to freeze"),
+        "no results in nosuch to freeze"),
     bad("compare A missing", ["compare", "nosuch", "stored"], "nosuch does not exist", STORED),
     bad("compare A not a result", ["compare", "afile", "stored"], "cannot read result",
         {**STORED, **A_FILE}),

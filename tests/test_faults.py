@@ -216,7 +216,7 @@ def test_four_sweeps_of_one_matrix_at_once_each_store_their_own_results(tmp_path
     assert len(stored) == 8 and len({r.id for r in stored}) == 8
     for result in stored:
         assert result.status == ResultStatus.ok
-        raw = tmp_path / "results" / result.spec.config_key() / result.id
+        raw = ResultStore(tmp_path / "results").folder(result.spec) / result.id
         for index in (1, 2):
             events = (raw / f"repeat-{index}.events.jsonl").read_text().splitlines()
             starts = [json.loads(line) for line in events if '"start"' in line]
@@ -230,7 +230,7 @@ def test_a_live_sweeps_attempt_is_never_resumed_by_another(tmp_path):
 
     (tmp_path / "s.toml").write_text(SWEEP)
     (spec,) = load_plan(tmp_path / "s.toml").specs
-    folder = tmp_path / "results" / spec.config_key()
+    folder = ResultStore(tmp_path / "results").folder(spec)
     for name, state in (("20260101T000000Z-aaaaaa", "{half"), ("20260101T000001Z-bbbbbb", None)):
         (folder / name).mkdir(parents=True)
         text = state or json.dumps({"spec": json.loads(spec.model_dump_json())})

@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 from dlperf import gitinfo
 from dlperf.assemble import build_result
 from dlperf.cli import app
-from dlperf.compare import compare_results
+from dlperf.compare import compare_pair
 from dlperf.history import HistoryFilters, history, history_points
+from dlperf.identity import benchmark_id
 from dlperf.index import INDEX_FILE, ResultIndex, open_index
 from dlperf.resultio import SkippedResult, load_result
 from dlperf.schema import (
@@ -121,7 +122,7 @@ def test_committed_results_leave_the_index_out(tmp_path: Path) -> None:
     untracked = git(tmp_path, "status", "--porcelain", "--untracked-files=all").splitlines()
     assert sorted(line[3:] for line in untracked) == [
         "results/.gitignore",
-        f"results/{result(BASE, when='2025-01-01T10:00:00+00:00').spec.config_key()}/"
+        f"results/{benchmark_id(result(BASE, when='2025-01-01T10:00:00+00:00').spec)}/"
         "20250101T100000Z-pytres.json",
     ]
     (tmp_path / "own").mkdir()
@@ -243,7 +244,7 @@ def test_history_verdicts_use_compares_test(tmp_path: Path) -> None:
             continue
         baseline = next(r for r in made if r.id == point.baseline_id)
         now = next(r for r in made if r.id == point.result_id)
-        row = compare_results(baseline, now, 0.05)
+        row = compare_pair(baseline, now, 0.05)
         assert (point.verdict, point.test, point.p, point.change) == (
             row.verdict, row.test, row.p, row.change)  # fmt: skip
     drop = points[2]
@@ -307,13 +308,13 @@ def test_history_filters(tmp_path: Path) -> None:
           result(BASE, when="2025-01-02T10:00:00+00:00", framework="tensorflow"),
           result(BASE, when="2025-01-03T10:00:00+00:00", model="bert", batch=32))  # fmt: skip
     everything = history_points(tmp_path)
-    assert len(everything) == 8 and len({p.config_key for p in everything}) == 3
+    assert len(everything) == 8 and len({p.series for p in everything}) == 3
     only_tf = history_points(tmp_path, HistoryFilters(frameworks=("tensorflow",)))
     assert [p.framework for p in only_tf] == ["tensorflow"]
     bert = history_points(tmp_path, HistoryFilters(models=("bert",)))
     assert [p.model for p in bert] == ["bert"]
-    key = everything[-1].config_key  # pytorch resnet50's
-    assert {p.config_key for p in history_points(tmp_path, HistoryFilters(contains=(key,)))} \
+    key = everything[-1].benchmark_id  # pytorch resnet50's
+    assert {p.benchmark_id for p in history_points(tmp_path, HistoryFilters(contains=(key,)))} \
         == {key}  # fmt: skip
     assert history_points(tmp_path, HistoryFilters(contains=("resnet50", "bert"))) == []
     window = history_points(
@@ -337,7 +338,7 @@ def test_history_cli_table_and_json(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "regression" in out.output and "improvement" in out.output
     assert "changed since" in out.output and "framework" in out.output
-    assert "6 point(s) of 1 configuration" in out.output
+    assert "6 point(s) of 1 series on 1 machine(s)" in out.output
     out = runner.invoke(app, ["history", "--results-dir", str(tmp_path), "--json", "--last", "3",
                               "--framework", "pytorch", "--config", "resnet50"])  # fmt: skip
     assert out.exit_code == 0, out.output
@@ -422,7 +423,7 @@ def test_a_version_5_result_loads_without_commits(tmp_path: Path) -> None:
         del data["environment"][name]
     path.write_text(json.dumps({**data, "schema_version": 5}))
     loaded = load_result(path)
-    assert loaded.schema_version == SCHEMA_VERSION == 6
+    assert loaded.schema_version == SCHEMA_VERSION == 7
     assert loaded.environment.workdir_commit is None and loaded.environment.dlperf_commit is None
 
 
@@ -435,7 +436,7 @@ def test_official_results_show_their_upstream_commit_change(tmp_path: Path) -> N
 
 
 def test_commit_labels_keep_an_archive_pins_kind() -> None:
-    from dlperf.history import commit_label
+    from dlperf.identity import commit_label
 
     assert commit_label("0123456789abcdef" * 2 + "01234567", True) == "0123456789ab+dirty"
     assert commit_label("sha256:" + "90ffccda8e3a" * 5 + "abcd", None) == "sha256:90ffccda8e3a"

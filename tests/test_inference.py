@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from dlperf import DlperfError
 from dlperf.cli import app
+from dlperf.identity import benchmark_id
 from dlperf.importers.fambench import import_logs as import_fambench
 from dlperf.importers.fambench import parse_bmlog
 from dlperf.importers.loadgen import import_dirs
@@ -157,7 +158,7 @@ def test_summary_only_and_detail_only_imports_are_one_configuration(
         (folder / name).write_bytes((fixtures / "mlperf_real" / case / name).read_bytes())
         ((result, path),) = import_dirs([folder], framework="x", model="m", batch_size=1,
                                         device="cpu", results_dir=tmp_path / "r")  # fmt: skip
-        keys.add(result.spec.config_key())
+        keys.add(benchmark_id(result.spec))
         (repeat,) = result.repeats
         assert Path(repeat.log_path).is_file() and Path(repeat.log_path).is_absolute()
         values.append(repeat.loadgen.value)
@@ -364,7 +365,7 @@ def test_pytorch_resnet50_loadgen_offline_is_valid(tmp_path: Path) -> None:
 
 def test_microbenchmarks_are_their_own_implementation_kind() -> None:
     spec = resolve_spec("pytorch", "linear", preset="smoke")
-    assert spec.impl == "micro" and spec.config_key().startswith("pytorch_linear_micro_train")
+    assert spec.impl == "micro" and benchmark_id(spec).startswith("pytorch-linear-micro-train")
     with pytest.raises(DlperfError, match="runs with --impl micro only"):
         resolve_spec("pytorch", "linear", overrides={"impl": "ootb"})
     with pytest.raises(DlperfError, match="--impl micro runs microbenchmarks"):

@@ -13,6 +13,7 @@ import pytest
 from dlperf import DlperfError
 from dlperf.adapters import get_adapter
 from dlperf.envs import ensure_env
+from dlperf.identity import benchmark_id, settings_of, spec_key
 from dlperf.spec import resolve_spec
 from dlperf.sweep import expand
 
@@ -33,14 +34,16 @@ def test_pytorch_best_practice_depends_on_device_model_and_mode():
     assert "fused_optimizer" not in resolve_spec("pytorch", "dlrm").practice  # sparse gradients
 
 
-def test_a_set_of_a_practice_key_is_an_ablation_with_its_own_configuration():
+def test_a_set_of_a_practice_key_is_an_ablation_of_the_same_benchmark():
     default = resolve_spec("pytorch", "resnet50", overrides={"device": "cuda"})
     off = resolve_spec(
         "pytorch", "resnet50", overrides={"device": "cuda", "options": {"channels_last": "0"}}
     )
     assert off.practice["channels_last"] == "0" and "channels_last" not in off.options
-    assert off.config_key() != default.config_key()
-    assert "channels_last=0" in off.config_key() and "channels_last=1" in default.config_key()
+    # The same benchmark with another setting: an ablation, never a new benchmark.
+    assert benchmark_id(off) == benchmark_id(default)
+    assert settings_of(off)["channels_last"] == "0" and settings_of(default)["channels_last"] == "1"
+    assert spec_key(off) != spec_key(default)
     argv = PYTORCH.command(off, "python").argv
     assert argv[argv.index("--channels-last") + 1] == "0"
     with pytest.raises(DlperfError, match=r"key\(s\) for pytorch bert: channels_last"):

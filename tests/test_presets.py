@@ -28,16 +28,3 @@ def test_smoke_shrinks_shapes_and_steps_never_the_architecture():
         assert set(vars(smoke)) == set(vars(full))
     s = resolve_spec("pytorch", "resnet50", preset="smoke")
     assert s.image_size < 224 and s.repeats == 3
-
-
-def test_config_key_names_the_configuration_not_the_protocol():
-    a = resolve_spec("pytorch", "resnet50", overrides={"repeats": 3})
-    b = resolve_spec("pytorch", "resnet50", overrides={"repeats": 7, "skip": 5})
-    # The best-practice settings are part of what was measured.
-    settings = "channels_last=1_fused_optimizer=1"
-    assert a.config_key() == b.config_key()
-    assert a.config_key() == f"pytorch_resnet50_ootb_train_cpu_fp32_1n1d_b128_img224_{settings}"
-    amp = resolve_spec("pytorch", "resnet50", overrides={"precision": "amp", "xla": True})
-    assert (
-        amp.config_key() == f"pytorch_resnet50_ootb_train_cpu_amp-xla_1n1d_b256_img224_{settings}"
-    )

@@ -40,7 +40,7 @@ def test_paced_run_reports_the_true_throughput(tmp_path):
     for r in result.repeats:  # the host's own clock on the step log lines agrees
         assert r.observed_elapsed_s == pytest.approx(r.window.elapsed_s, rel=0.5)
     stored = json.loads(path.read_text())
-    assert stored["schema_version"] == SCHEMA_VERSION == 6
+    assert stored["schema_version"] == SCHEMA_VERSION == 7
     assert stored["spec"]["framework"] == "calibration"
     assert stored["metrics"]["throughput"]["median"] == pytest.approx(t.median)
     assert [r["status"] for r in stored["repeats"]] == ["ok", "ok"]

@@ -6,6 +6,7 @@ import io
 import json
 import math
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from dlperf import DlperfError
 from dlperf.assemble import build_result
 from dlperf.cli import app
 from dlperf.compare import compare
+from dlperf.identity import benchmark_id, describe, identity_of, parameters_of, settings_of
 from dlperf.report.suites import fambench_table, superbench_metrics, superbench_tags
 from dlperf.resultio import load_result
 from dlperf.schema import (
@@ -105,12 +107,12 @@ def test_compare_flags_a_significant_regression_and_exits_2(tmp_path: Path) -> N
               result("bert", [50, 51, 49, 50, 50, 51, 49]))  # fmt: skip
     b = store(tmp_path / "b", result("resnet50", [90, 91, 89, 90, 92, 88, 90]),
               result("bert", [50.5, 51, 49.5, 50, 50, 51, 49]))  # fmt: skip
-    rows, notes = compare(a, b)
-    by_model = {r.key.split("_")[1]: r for r in rows}
+    c = compare(a, b)
+    by_model = {r.benchmark.split("-")[1]: r for r in c.rows}
     r = by_model["resnet50"]
     assert r.change == pytest.approx(-0.10) and r.test == "Mann-Whitney U"
     assert r.p == pytest.approx(2 / 3432) and r.verdict == "regression"
-    assert by_model["bert"].verdict == "no change" and not notes
+    assert by_model["bert"].verdict == "no change" and not c.notes and c.exit_code == 2
     out = CliRunner().invoke(app, ["compare", str(a), str(b)])
     assert out.exit_code == 2 and "**regression**" in out.output
     assert CliRunner().invoke(app, ["compare", str(a), str(a)]).exit_code == 0
@@ -121,27 +123,36 @@ def test_compare_json_is_every_row_field_and_the_notes(tmp_path: Path) -> None:
               result("bert", [50, 51, 49]))  # fmt: skip
     b = store(tmp_path / "b", result("resnet50", [90, 91, 89, 90, 92, 88, 90]),
               result("lstm", [10, 11, 9]))  # fmt: skip
-    rows, notes = compare(a, b, 0.02)
+    c = compare(a, b, 0.02)
     out = CliRunner().invoke(app, ["compare", str(a), str(b), "--threshold", "0.02", "--json"])
     assert out.exit_code == 2  # a regression, as without --json
     data = json.loads(out.stdout)  # stdout is the JSON alone; the table went to stderr
-    assert data == {"threshold": 0.02, "rows": [r.__dict__ for r in rows], "notes": notes}
-    (row,) = data["rows"]
+    pairs = json.loads(json.dumps([asdict(r) for r in c.rows]))
+    assert data == {"threshold": 0.02, "across_machines": False,
+                    "machines": {"a": c.machines_a, "b": c.machines_b}, "comparable": True,
+                    "reason": None, "pairs": pairs, "only_in_a": c.only_a,
+                    "only_in_b": c.only_b, "notes": []}  # fmt: skip
+    (row,) = data["pairs"]
     assert row["a"] == 100 and row["b"] == 90 and row["change"] == pytest.approx(-0.10)
     assert row["p"] == pytest.approx(2 / 3432) and row["verdict"] == "regression"
-    assert len(data["notes"]) == 2 and "**regression**" in out.stderr
+    assert row["differences"] == [] and row["settings_a"] == row["settings_b"]
+    assert [n.split(" on ")[0] for n in data["only_in_a"] + data["only_in_b"]] == [
+        "pytorch-bert-train-fp32-cpu-1x1-b8",
+        "pytorch-lstm-train-fp32-cpu-1x1-b8",
+    ]
+    assert "**regression**" in out.stderr
 
 
 def test_compare_with_three_repeats_falls_back_to_confidence_intervals(tmp_path: Path) -> None:
     a = store(tmp_path / "a", result("resnet50", [100, 101, 99]))
     tight = store(tmp_path / "b", result("resnet50", [80, 81, 79]))
-    (r,), _ = compare(a, tight)
+    (r,) = compare(a, tight).rows
     assert r.test == "95% CI overlap" and r.p is None and r.verdict == "regression"
     noisy = store(tmp_path / "c", result("resnet50", [60, 110, 85]))
-    (r,), _ = compare(a, noisy)
+    (r,) = compare(a, noisy).rows
     assert r.change == pytest.approx(-0.15) and r.verdict == "within noise"
     faster = store(tmp_path / "d", result("resnet50", [120, 121, 119]))
-    assert compare(a, faster)[0][0].verdict == "improvement"
+    assert compare(a, faster).rows[0].verdict == "improvement"
 
 
 def test_compare_fallback_is_the_means_t_interval_from_the_repeats(tmp_path: Path) -> None:
@@ -149,11 +160,11 @@ def test_compare_fallback_is_the_means_t_interval_from_the_repeats(tmp_path: Pat
     # 97.52..102.48; [94, 95, 93] gives 91.52..96.48, apart from it: a regression...
     a = store(tmp_path / "a", result("resnet50", [100, 101, 99]))
     apart = store(tmp_path / "b", result("resnet50", [94, 95, 93]))
-    (r,), _ = compare(a, apart, threshold=0.03)
+    (r,) = compare(a, apart, threshold=0.03).rows
     assert r.test == "95% CI overlap" and r.verdict == "regression"
     # ...while [96, 97, 95], 93.52..98.48, overlaps it: within noise, although 4 % lower.
     near = store(tmp_path / "c", result("resnet50", [96, 97, 95]))
-    (r,), _ = compare(a, near, threshold=0.03)
+    (r,) = compare(a, near, threshold=0.03).rows
     assert r.change == pytest.approx(-0.04) and r.verdict == "within noise"
     # ...and a stored summary's interval (the median's, None for 3 repeats) is not used.
     assert load_result(next((tmp_path / "a").glob("*/*.json"))).metrics.throughput.ci_low is None
@@ -196,14 +207,15 @@ def test_cli_summary_shows_the_interval_or_why_not() -> None:
         assert shown in text and "None" not in text
 
 
-def test_compare_names_configurations_only_one_side_has(tmp_path: Path) -> None:
+def test_compare_of_nothing_in_common_names_both_sides_and_fails(tmp_path: Path) -> None:
     a = store(tmp_path / "a", result("resnet50", [100]))
     b = store(tmp_path / "b", result("bert", [100]))
-    rows, notes = compare(a, b)
-    assert rows == [] and len(notes) == 2
-    (only_a,) = [n for n in notes if "resnet50" in n]
-    (only_b,) = [n for n in notes if "bert" in n]
-    assert only_a.endswith("only in A") and only_b.endswith("only in B")
+    c = compare(a, b)
+    assert c.rows == [] and c.exit_code == 3 and c.reason == "A and B have no benchmark in common"
+    (only_a,), (only_b,) = c.only_a, c.only_b
+    assert "resnet50" in only_a and "bert" in only_b
+    out = CliRunner().invoke(app, ["compare", str(a), str(b)])
+    assert out.exit_code == 3 and "Nothing compared" in out.output
 
 
 # ------------------------------------------------------------------- other suites' formats
@@ -237,7 +249,7 @@ def sb_result(
         repeats.append(Repeat(index=j, status=status, message="boom"))
     job = JobInfo(hosts=list(hosts), world_size=s.world_size, global_batch=s.global_batch)
     env = Environment(dlperf_version="test", host=host, os="linux")
-    return build_result(s, f"id-{s.config_key()}-{host}", repeats, environment=env, job=job)
+    return build_result(s, f"id-{describe(s)}-{host}", repeats, environment=env, job=job)
 
 
 def sb_lines(tmp_path: Path, *results) -> list[dict]:
@@ -365,12 +377,12 @@ def test_superbench_export_keeps_configurations_it_cannot_tell_apart(tmp_path: P
     assert not [k for k in line if k.startswith("resnet_models/")]
     assert line["bert_models/pytorch-bert-base/fp32_train_throughput"] == pytest.approx(100)
     tags = superbench_tags([one, two, bert])
-    assert tags[bert.spec.config_key()] == "bert_models"
+    assert tags[describe(bert.spec)] == "bert_models"
     # Several differing settings, in a fixed order: batch after the ranks, then shapes.
     other = sb_result("resnet50", [[100]], batch=64, devices_per_node=2, image_size=160)
     tags = superbench_tags([one, other])
-    assert tags[other.spec.config_key()] == "model-benchmarks:resnet_models-1n2d-b64-img160"
-    assert tags[one.spec.config_key()] == "model-benchmarks:resnet_models-1n1d-b50"
+    assert tags[describe(other.spec)] == "model-benchmarks:resnet_models-1n2d-b64-img160"
+    assert tags[describe(one.spec)] == "model-benchmarks:resnet_models-1n1d-b50"
 
 
 def test_superbench_return_code_flags_failed_runs_only(tmp_path: Path) -> None:
@@ -425,7 +437,7 @@ def stored_for_export(folder: Path) -> list:
                result("bert", [40.1, 41.7, 39.9], mode="infer", step_times=(0.010, 0.020)),
                failed]  # fmt: skip
     store(folder, *results)
-    return sorted(results, key=lambda r: r.spec.config_key())
+    return sorted(results, key=lambda r: identity_of(r).key)
 
 
 def test_export_csv_round_trips_the_stored_results(tmp_path: Path) -> None:
@@ -436,12 +448,13 @@ def test_export_csv_round_trips_the_stored_results(tmp_path: Path) -> None:
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
     frame = pd.read_csv(io.StringIO(out.stdout))
-    assert list(frame["config_key"]) == [r.spec.config_key() for r in results]
+    assert list(frame["benchmark_id"]) == [benchmark_id(r.spec) for r in results]
     for (_, row), r in zip(frame.iterrows(), results, strict=True):
         assert (row["id"], row["status"], row["framework"], row["model"], row["mode"]) == (
             r.id, r.status.value, r.spec.framework, r.spec.model, r.spec.mode)  # fmt: skip
         assert row["batch_size"] == r.spec.batch_size and row["repeats_run"] == len(r.repeats)
-        assert json.loads(row["options"]) == r.spec.options
+        assert json.loads(row["settings"]) == settings_of(r.spec)
+        assert json.loads(row["parameters"]) == parameters_of(r.spec)
         assert row["host"] == r.environment.host
         t = r.metrics.throughput
         if t is None:  # the failed result: no throughput, nothing invented
