@@ -32,6 +32,7 @@ from pathlib import Path
 
 from dlperf.assemble import build_result
 from dlperf.history import HistoryFilters, history_points
+from dlperf.identity import benchmark_id
 from dlperf.index import INDEX_FILE, open_index
 from dlperf.schema import BenchmarkSpec, Environment, Repeat, RepeatStatus, Window
 from dlperf.store import ResultStore
@@ -82,7 +83,7 @@ def point(base: dict, when: float, factor: float, version: str, rid: str) -> str
 def write_results(folder: Path, n: int, configs: int, seed: int = 0) -> list[Path]:
     rng = random.Random(seed)
     bases = [template(c) for c in range(configs)]
-    keys = [BenchmarkSpec.model_validate(b["spec"]).config_key() for b in bases]
+    keys = [benchmark_id(BenchmarkSpec.model_validate(b["spec"])) for b in bases]
     paths = []
     start = 1_700_000_000.0
     for i in range(n):
@@ -115,7 +116,7 @@ def bench(n: int, configs: int, keep: Path | None) -> None:
     try:
         print(f"{n} results in {configs} configurations ({folder})", flush=True)
         paths = timed("write the synthetic results", lambda: write_results(folder, n, configs))
-        loaded = timed("parse every file (store.load_results, as report)",
+        loaded = timed("parse every file (ResultStore.results, as report)",
                        lambda: ResultStore(folder).results())  # fmt: skip
         assert len(loaded) == n
 
@@ -147,8 +148,8 @@ def bench(n: int, configs: int, keep: Path | None) -> None:
         index, _ = open_index(folder)
         try:
             rows = timed("query every row", index.query)
-            one_key = rows[0].config_key
-            timed("query one configuration (--config substring)",
+            one_key = rows[0].benchmark_id
+            timed("query one benchmark (--config substring)",
                   lambda: index.query(contains=[one_key]))  # fmt: skip
             timed("query one framework", lambda: index.query(frameworks=["paddle"]))
         finally:
