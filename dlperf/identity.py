@@ -212,9 +212,10 @@ class Machine:
             gpus = f"{self.gpu_count} x {self.gpu}" if self.gpu_count else self.gpu
             gpus += f" {self.gpu_memory_gib} GiB" if self.gpu_memory_gib else ""
             parts.append(gpus + (f" ({self.interconnect})" if self.interconnect else ""))
-        if self.cpu or self.cpu_count:
-            count = f" x {self.cpu_count} CPUs" if self.cpu_count else ""
-            parts.append(f"{self.cpu or 'CPU'}{count}")
+        if self.cpu:
+            parts.append(self.cpu)
+        if self.cpu_count:
+            parts.append(f"{self.cpu_count} CPUs")
         return ", ".join(parts)
 
 

@@ -143,13 +143,13 @@ def env(host: str = "node-1", **hardware) -> Environment:
 
 def test_a_machine_is_its_hardware_not_its_host_name() -> None:
     one = Machine(cpu="AMD EPYC 7B13", cpu_count=2)
-    assert one.label == "AMD EPYC 7B13 x 2 CPUs" and re.fullmatch(r"[0-9a-f]{8}", one.id)
+    assert one.label == "AMD EPYC 7B13, 2 CPUs" and re.fullmatch(r"[0-9a-f]{8}", one.id)
     from dlperf.identity import machine_of_environment
 
     assert machine_of_environment(env("node-1")) == machine_of_environment(env("node-2"))
     assert machine_of_environment(env(cpu_count=4)).id != one.id
     gpus = machine_of_environment(env(gpu="NVIDIA H200", gpu_count=8, gpu_memory_mb=143771), "cuda")
-    assert gpus.label == "8 x NVIDIA H200 140 GiB, AMD EPYC 7B13 x 2 CPUs"
+    assert gpus.label == "8 x NVIDIA H200 140 GiB, AMD EPYC 7B13, 2 CPUs"
     assert Machine().id == "unknown" and Machine().label == "unknown machine"
     # An imported log knows at most its device: it stands for the GPU.
     imported = Environment(dlperf_version="0", host="unknown (imported log)", os="unknown",

@@ -97,8 +97,8 @@ def _settings(spec: BenchmarkSpec) -> list[tuple[str, str]]:
 
 
 def superbench_tags(results: list[Result]) -> dict[str, str]:
-    """Each configuration's benchmark key (config key -> tag), deterministic for a set of
-    results.
+    """Each configuration's SuperBench tag (`identity.describe(spec)` -> tag), deterministic
+    for a set of results.
 
     A SuperBench benchmark is one set of settings run in several precisions and modes (its
     metric names say which). Where the set holds a benchmark (`pytorch-resnet50`) with
@@ -238,7 +238,7 @@ def fambench_rows(result: Result) -> list[FambenchRow]:
 def fambench_summary(results: list[Result]) -> str:
     """FAMBench's summary.txt (its result_summarizer's table): a space-separated header, then
     a row per log with each value as Python's str() writes it (None for no batch latency).
-    Rows follow the results' configuration keys, then the repeats (an import's logs in path
+    Rows follow the results' benchmark ids and settings, then the repeats (an import's logs in path
     order), where FAMBench takes its folder's directory order."""
     lines = [" ".join(FAMBENCH_SUMMARY_COLUMNS)]
     for result in sorted(results, key=lambda r: describe(r.spec)):
