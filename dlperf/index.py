@@ -93,7 +93,7 @@ _CREATE = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS results (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, "
     "size INTEGER NOT NULL, inode INTEGER NOT NULL, error TEXT, "
-    + ", ".join(f"{name} {SQL_TYPES[kind]}" for name, kind in COLUMNS)
+    + ", ".join(f'"{name}" {SQL_TYPES[kind]}' for name, kind in COLUMNS)
     + ")",
     "CREATE INDEX IF NOT EXISTS results_by_series ON results "
     "(benchmark_id, machine_id, created_utc, id)",
@@ -103,6 +103,11 @@ _CREATE = (
     "significant INTEGER NOT NULL, PRIMARY KEY (a_path, b_path))",
     "CREATE INDEX IF NOT EXISTS significance_by_b ON significance (b_path)",
 )
+
+
+def _quoted(column: str) -> str:
+    """A column's name as SQL reads it whatever the name (`values` is a keyword)."""
+    return f'"{column}"'
 
 
 def _corrupt(exc: sqlite3.Error) -> bool:
@@ -248,7 +253,7 @@ class ResultIndex:
                              [(p, p) for p in (*removed, *stale)])  # fmt: skip
             columns = ("path", "mtime_ns", "size", "inode", "error", *NAMES)
             insert = (
-                f"INSERT OR REPLACE INTO results ({', '.join(columns)}) "
+                f"INSERT OR REPLACE INTO results ({', '.join(map(_quoted, columns))}) "
                 f"VALUES ({', '.join('?' * len(columns))})"
             )
             conn.executemany(insert, (self._read(path, on_disk[path], columns) for path in stale))
@@ -320,7 +325,7 @@ class ResultIndex:
                 args.append(value)
         rows = self.conn.execute(
             "SELECT path, mtime_ns || ':' || size || ':' || inode, "
-            f"{', '.join(NAMES)} FROM results WHERE {' AND '.join(where)} "
+            f"{', '.join(map(_quoted, NAMES))} FROM results WHERE {' AND '.join(where)} "
             "ORDER BY benchmark_id, machine_id, created_utc, id",
             args,
         )
