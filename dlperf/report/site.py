@@ -529,8 +529,8 @@ def _extra_sections(
     if figure is not None:
         out += [
             f"<{h}>Latency percentiles</{h}>",
-            '<p class="note">Per-batch latency percentiles of the inference '
-            "configurations (linearly interpolated over the measured steps).</p>",
+            '<p class="note">Per-batch latency percentiles of the measured steps (linearly '
+            "interpolated), per configuration and settings.</p>",
             charts.add(figure, "latency"),
         ]
     # The report's Telemetry table is on the page already (the Markdown above); here the
