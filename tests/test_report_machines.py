@@ -16,7 +16,8 @@ from dlperf.assemble import build_result
 from dlperf.identity import Machine, identity_of, machine_of
 from dlperf.report import render_model_report, write_reports
 from dlperf.report._data import ablations, by_machine, hardware_label, select
-from dlperf.report.site import history, scaling_figure, throughput_figure, write_site
+from dlperf.report.figures import scaling_figure, throughput_figure
+from dlperf.report.site import history, write_site
 from dlperf.resultio import load_result
 from dlperf.rows import metric_values
 from dlperf.schema import Result
@@ -142,12 +143,15 @@ def test_a_report_of_two_machines_has_a_section_table_and_chart_each(
         ["AMD EPYC x 2 CPUs", f"`{machine_of(real[0]).id}`", "vm"],
         [f"{OTHER_CPU} x 224 CPUs", f"`{machine_of(copies[0]).id}`", "bench-b"],
     ]
-    # every row of the whole-page tables names its machine
+    # every row of the whole-page tables names its machine, one machine's rows after the other's
+    a, b = f"`{machine_of(real[0]).id}`", f"`{machine_of(copies[0]).id}`"
     results = table_rows(found["All results"], "| configuration |")
-    assert len(results) == 6
+    assert [row[1] for row in results] == [a, a, a, b, b, b]
     for row in results:
         r = next(r for r in real + copies if r.id == row[2])
         assert row[1] == f"`{machine_of(r).id}`"
+    telemetry = table_rows(found["Telemetry"], "| configuration |")
+    assert [row[1] for row in telemetry] == [a, a, a, b, b, b]
     assert "The numbers are from 2 machines, each in its own section" in page
     # the same results give the same page
     write_reports(folder, reports)

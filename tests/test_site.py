@@ -15,11 +15,11 @@ from test_report import make_result, sample_results
 
 from dlperf import DlperfError
 from dlperf.identity import machine_of
+from dlperf.report.figures import history_figure
 from dlperf.report.markdown import render_model_report
 from dlperf.report.site import (
     PLOTLY_JS,
     history,
-    history_figure,
     markdown_html,
     render_model_page,
     write_site,
@@ -138,6 +138,21 @@ def test_every_link_resolves_and_nothing_comes_from_the_network(tmp_path: Path) 
     row = f"<td><code>{CUDA_BENCHMARK}</code></td>\n<td>channels_last={{}}, cudnn_benchmark=1, "
     row += f"fused_optimizer=1</td>\n<td>{machine}</td>\n<td>pytorch</td>\n<td>{{}}</td>"
     assert row.format(1, 3) in index and row.format(0, 1) in index
+
+
+def test_a_file_left_untouched_still_gets_the_shared_mode(tmp_path: Path) -> None:
+    """Publishing again leaves a file holding the same bytes alone (same inode), but a file
+    someone made private is readable by others again, as the umask allows."""
+    from dlperf.files import shared_mode
+
+    results = write_results(tmp_path / "results")
+    write_site(results, tmp_path / "site")
+    page = tmp_path / "site" / "resnet50.html"
+    page.chmod(0o600)
+    inode = page.stat().st_ino
+    write_site(results, tmp_path / "site")
+    assert page.stat().st_ino == inode  # not rewritten
+    assert page.stat().st_mode & 0o777 == shared_mode()
 
 
 def test_the_site_is_deterministic(tmp_path: Path) -> None:

@@ -269,7 +269,7 @@ def _telemetry(results: Sequence[Result], several: bool) -> list[str]:
     page has several machines, so each row names its machine."""
     rows, reasons = [], []  # reasons: why energy could not be read, numbered in order
     periods: set[float] = set()
-    for r in sorted(results, key=lambda r: identity_of(r).key):
+    for r in sorted(results, key=_page_order):
         tele = [x.telemetry for x in repeats_in_order(r) if x.status == RepeatStatus.ok]
         tele = [t for t in tele if t is not None]
         if not tele:
@@ -324,6 +324,13 @@ def _telemetry(results: Sequence[Result], several: bool) -> list[str]:
     return lines
 
 
+def _page_order(result: Result) -> tuple:
+    """Rows of the whole-page tables: by machine (as the sections), then benchmark and
+    settings."""
+    machine = machine_of(result)
+    return (machine.label, machine.id, identity_of(result).key)
+
+
 def _mean_of(ranges: Iterable[MetricRange | None]) -> str:
     means = [m.mean for m in ranges if m is not None]
     return f"{statistics.fmean(means):.4g}" if means else DASH
@@ -369,7 +376,7 @@ def _implementations(results: Sequence[Result]) -> list[str]:
 
 
 def _all_results(results: Sequence[Result], several: bool) -> list[str]:
-    ordered = sorted(results, key=lambda r: identity_of(r).key)
+    ordered = sorted(results, key=_page_order)
     rows = []
     for r in ordered:
         values = [
