@@ -204,7 +204,8 @@ class Machine:
 
     @property
     def label(self) -> str:
-        """ "AMD EPYC 7B13 x 2 CPUs", "8 x NVIDIA H200 141 GiB, Intel Xeon 8480+ x 224 CPUs"."""
+        """The machine in words: "AMD EPYC 7B13, 2 CPUs", "8 x NVIDIA H200 140 GiB, Intel Xeon
+        Platinum 8480+, 224 CPUs"."""
         if not self.known:
             return "unknown machine"
         parts = []

@@ -14,12 +14,12 @@ import pytest
 from test_report import make_result, sample_results
 
 from dlperf import DlperfError
+from dlperf.identity import machine_of
+from dlperf.report.figures import history_figure
 from dlperf.report.markdown import render_model_report
 from dlperf.report.site import (
     PLOTLY_JS,
     history,
-    history_figure,
-    load_stored,
     markdown_html,
     render_model_page,
     write_site,
@@ -27,9 +27,15 @@ from dlperf.report.site import (
 from dlperf.schema import Result
 from dlperf.store import ResultStore
 
-CUDA_KEY = (
-    "pytorch_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224_channels_last=1_fused_optimizer=1"
-)
+CUDA_BENCHMARK = "pytorch-resnet50-train-fp32-cuda-1x1-b128-i224"
+TF_BENCHMARK = "tensorflow-resnet50-train-fp32-cuda-1x1-b128-i224"
+DEFAULT_CUDA = "20240601T120000Z-py1x1cuda"  # PyTorch's default best practice on CUDA, 1x1
+ABLATION_CUDA = "20240601T120000Z-py1x1cuda0"  # the same benchmark with channels_last=0
+MACHINE = machine_of(make_result("pytorch", [1.0])).id  # every sample result's machine
+
+
+def load_stored(folder: Path):
+    return ResultStore(folder).load()
 
 
 def _again(result: Result, id_: str, created: str, values: list[float], version: str) -> Result:
@@ -50,11 +56,12 @@ def _inference(framework: str, latency: dict[str, float], version: str) -> Resul
 
 
 def site_results() -> list[Result]:
-    """Several frameworks and versions: the report's sample results, two older PyTorch runs of
-    one configuration (2.1.0 then 2.2.0, each faster), a TensorFlow run that got slower, and
-    an inference configuration of each framework with latency percentiles."""
+    """Several frameworks and versions: the report's sample results (with a channels_last
+    ablation of PyTorch's CUDA 1x1), two older PyTorch runs of that benchmark (2.1.0 then
+    2.2.0, each faster), a TensorFlow run that got slower, and an inference configuration of
+    each framework with latency percentiles."""
     base = sample_results()
-    cuda = next(r for r in base if r.spec.config_key() == CUDA_KEY)
+    cuda = next(r for r in base if r.id == DEFAULT_CUDA)
     tf = next(r for r in base if r.spec.framework == "tensorflow" and r.spec.world_size == 1)
     return [
         *base,
@@ -126,7 +133,26 @@ def test_every_link_resolves_and_nothing_comes_from_the_network(tmp_path: Path) 
         assert copy.read_bytes() == source.read_bytes()
     index = (tmp_path / "site" / "index.html").read_text()
     assert '<a href="resnet50.html">resnet50</a>' in index
-    assert f"<code>{CUDA_KEY}</code></td>\n<td>pytorch</td>\n<td>3</td>" in index  # 3 results
+    # one row per benchmark x machine x settings: the default has 3 results, the ablation 1
+    machine = f"NVIDIA H100 80GB HBM3, AMD EPYC 7R13 Processor, 48 CPUs (<code>{MACHINE}</code>)"
+    row = f"<td><code>{CUDA_BENCHMARK}</code></td>\n<td>channels_last={{}}, cudnn_benchmark=1, "
+    row += f"fused_optimizer=1</td>\n<td>{machine}</td>\n<td>pytorch</td>\n<td>{{}}</td>"
+    assert row.format(1, 3) in index and row.format(0, 1) in index
+
+
+def test_a_file_left_untouched_still_gets_the_shared_mode(tmp_path: Path) -> None:
+    """Publishing again leaves a file holding the same bytes alone (same inode), but a file
+    someone made private is readable by others again, as the umask allows."""
+    from dlperf.files import shared_mode
+
+    results = write_results(tmp_path / "results")
+    write_site(results, tmp_path / "site")
+    page = tmp_path / "site" / "resnet50.html"
+    page.chmod(0o600)
+    inode = page.stat().st_ino
+    write_site(results, tmp_path / "site")
+    assert page.stat().st_ino == inode  # not rewritten
+    assert page.stat().st_mode & 0o777 == shared_mode()
 
 
 def test_the_site_is_deterministic(tmp_path: Path) -> None:
@@ -148,30 +174,50 @@ def test_the_site_is_deterministic(tmp_path: Path) -> None:
     )
 
 
-def test_history_judges_each_point_against_the_one_before(tmp_path: Path) -> None:
+def test_history_keeps_one_series_through_settings_and_versions(tmp_path: Path) -> None:
+    """A series is a benchmark on a machine: PyTorch's CUDA 1x1 on 2.1.0, 2.2.0, 2.3.1 and
+    then with channels_last off is one line, each point judged against the one before, and
+    what changed (a version, a setting) is on the point."""
     points = history(write_results(tmp_path / "results"))
-    cuda = points[CUDA_KEY]
+    cuda = points[(CUDA_BENCHMARK, MACHINE)]
     assert [p.result_id for p in cuda] == [
-        "20240301T120000Z-old1", "20240401T120000Z-old2", "20240601T120000Z-py1x1cuda11",
+        "20240301T120000Z-old1", "20240401T120000Z-old2", DEFAULT_CUDA, ABLATION_CUDA,
     ]  # fmt: skip
-    assert [p.median for p in cuda] == [900.0, 950.0, 1008.9]
-    # 3 vs 3 repeats: the means' 95% t-intervals do not overlap, beyond 5 %: improvements
-    assert [p.verdict for p in cuda] == ["first", "improvement", "improvement"]
-    assert [p.framework_version for p in cuda] == ["2.1.0", "2.2.0", "2.3.1"]
-    tf = points["tensorflow_resnet50_ootb_train_cuda_fp32_1n1d_b128_img224"]
+    assert [p.median for p in cuda] == [900.0, 950.0, 1008.9, 702.0]
+    # 3 vs 3 repeats: the means' 95% t-intervals do not overlap, beyond 5 %
+    assert [p.verdict for p in cuda] == ["first", "improvement", "improvement", "regression"]
+    assert [p.framework_version for p in cuda] == ["2.1.0", "2.2.0", "2.3.1", "2.3.1"]
+    assert cuda[3].changes == ("setting channels_last 1 -> 0",)
+    tf = points[(TF_BENCHMARK, MACHINE)]
     assert [p.verdict for p in tf] == ["first", "regression"]  # 1200 -> 992.7 (2 ok repeats)
-    failed = points["tensorflow_resnet50_ootb_train_cuda_fp32_1n2d_b128_img224"]
+    failed = points[("tensorflow-resnet50-train-fp32-cuda-1x2-b128-i224", MACHINE)]
     assert [p.median for p in failed] == [None]
 
     figure = history_figure("t", {"pytorch": cuda})
-    trace = figure.data[0]
-    assert list(trace.y) == [900.0, 950.0, 1008.9]
-    assert list(trace.x) == ["2024-03-01 12:00:00", "2024-04-01 12:00:00", "2024-06-01 12:00:00"]
-    first, second = trace.customdata[0], trace.customdata[1]
+    (trace,) = figure.data
+    assert list(trace.y) == [900.0, 950.0, 1008.9, 702.0]
+    assert list(trace.x) == ["2024-03-01 12:00:00", "2024-04-01 12:00:00",
+                             "2024-06-01 12:00:00", "2024-06-01 12:00:00"]  # fmt: skip
+    first, second, last = trace.customdata[0], trace.customdata[1], trace.customdata[3]
     assert first[0] == "20240301T120000Z-old1" and first[5] == "first result"
     assert second[2] == "framework 2.2.0, python 3.11.9, dlperf 0.1.0"
     assert second[4] == "improvement" and second[5] == "framework 2.1.0 -> 2.2.0"
-    assert list(trace.marker.symbol) == ["circle", "triangle-up", "triangle-up"]
+    assert last[5] == "setting channels_last 1 -> 0"
+    assert last[6] == "channels_last=0, cudnn_benchmark=1, fused_optimizer=1"
+    assert list(trace.marker.symbol) == ["circle", "triangle-up", "triangle-up", "x"]
+    # every point after the first changed something (a version, then a setting): outlined
+    assert list(trace.marker.line.width) == [0, 2, 2, 2]
+
+    # a change that moved nothing beyond noise: a diamond, the change in its hover text
+    ablation = next(r for r in sample_results() if r.id == ABLATION_CUDA)
+    same = _again(ablation, "20240701T120000Z-new", "2024-07-01T12:00:00+00:00",
+                  [701.0, 703.5, 702.5], "2.4.0")  # fmt: skip
+    ResultStore(tmp_path / "results").write(same)
+    line = history(tmp_path / "results")[(CUDA_BENCHMARK, MACHINE)]
+    assert line[-1].verdict == "no change"
+    (trace,) = history_figure("t", {"pytorch": line}).data
+    assert trace.marker.symbol[-1] == "diamond" and trace.marker.line.width[-1] == 2
+    assert trace.customdata[-1][5] == "framework 2.3.1 -> 2.4.0"
 
 
 def test_publish_refuses_a_foreign_folder_and_prunes_its_own(tmp_path: Path) -> None:
@@ -185,7 +231,7 @@ def test_publish_refuses_a_foreign_folder_and_prunes_its_own(tmp_path: Path) -> 
         write_site(results, tmp_path)
     site = tmp_path / "site"
     write_site(results, site)
-    gone = next((site / "results").glob("tensorflow_*/*.json"))
+    gone = next((site / "results").glob("tensorflow-*/*.json"))
     (results / gone.relative_to(site / "results")).unlink()
     write_site(results, site)
     assert not gone.exists()

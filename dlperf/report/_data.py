@@ -1,11 +1,33 @@
-"""Selecting, ordering and labelling results for the renderers (no I/O, no plotting)."""
+"""Selecting, ordering and labelling results for the renderers (no I/O, no plotting).
+
+Nothing here pools machines: a configuration (`Config`) is one machine's, `by_machine` splits
+a model's results into one group per machine, and every chart, table and series is made from
+one group. Settings are not configurations: within a benchmark on a machine, the result with
+the framework's default best practice stands for it (`headline`), the other settings are an
+ablation of it (`ablations`).
+"""
 
 from __future__ import annotations
 
+import functools
+import re
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from dlperf.identity import identity_of, machine_of, spec_key
+from dlperf import DlperfError
+from dlperf.adapters import get_adapter
+from dlperf.identity import (
+    Machine,
+    identity_of,
+    machine_of,
+    parameters_of,
+    settings_changes,
+    settings_label,
+    settings_of,
+    spec_key,
+)
+from dlperf.rows import metric_values
 from dlperf.schema import (
     DEVICES,
     IMPLS,
@@ -18,12 +40,14 @@ from dlperf.schema import (
     ResultStatus,
     short_revision,
 )
+from dlperf.stats import Verdict, judge
 from dlperf.store import newest, single_device
 
 MESSAGE_CHARS = 120
 # A data-parallel run cannot beat N x one device by more than noise; above this it is suspect
 # (a busy machine during the 1x1 run, simulated nodes sharing one host, a wrong sample count).
 SUSPECT_EFFICIENCY = 1.05
+ABLATION_THRESHOLD = 0.05  # `dlperf compare`'s default threshold, for an ablation's verdict
 
 
 def _rank(value: str, order: tuple[str, ...]) -> tuple[int, str]:
@@ -32,11 +56,13 @@ def _rank(value: str, order: tuple[str, ...]) -> tuple[int, str]:
 
 @dataclass(frozen=True)
 class Config:
-    """A configuration minus the framework: the unit compared across frameworks."""
+    """A configuration minus the framework and its settings, on one machine: the unit compared
+    across frameworks (a row never holds two machines)."""
 
+    machine: str  # the machine's id (`dlperf.identity.Machine.id`)
     impl: str
-    options: tuple[tuple[str, str], ...]
-    practice: tuple[tuple[str, str], ...]
+    parameters: tuple[tuple[str, str], ...]  # `--set` keys that are part of the benchmark
+    settings: tuple[tuple[str, str], ...]  # best practice and `--set` settings
     mode: str
     precision: str
     xla: bool
@@ -56,9 +82,10 @@ class Config:
     def of(cls, result: Result) -> Config:
         s = result.spec
         return cls(
+            machine=machine_of(result).id,
             impl=s.impl,
-            options=tuple(sorted(s.options.items())),
-            practice=tuple(sorted(s.practice.items())),
+            parameters=tuple(parameters_of(s).items()),
+            settings=tuple(settings_of(s).items()),
             mode=s.mode,
             precision=s.precision,
             xla=s.xla,
@@ -76,16 +103,18 @@ class Config:
 
     def row_key(self) -> Config:
         """The cross-framework row: official implementations of any upstream share it, and so
-        do the frameworks' own best-practice settings (each framework names its own)."""
-        return replace(self, source="", practice=())
+        do a framework's settings (each framework names its own best practice; the row shows
+        its default, `headline`). The machine stays: a row is one machine's."""
+        return replace(self, source="", settings=())
 
     def group(self) -> tuple:
-        """Sort key of the per-framework table this configuration belongs to."""
+        """Sort key of the per-framework table this configuration belongs to (its rows are the
+        topologies, batch sizes and settings)."""
         return (
+            self.machine,
             _rank(self.impl, IMPLS),
             self.profile,
-            self.options,
-            self.practice,
+            self.parameters,
             _rank(self.mode, MODES),
             _rank(self.scenario, ("", *SCENARIOS)),
             self.loadgen,
@@ -98,7 +127,7 @@ class Config:
         )
 
     def sort_key(self) -> tuple:
-        return (*self.group(), self.batch, self.nodes, self.devices_per_node)
+        return (*self.group(), self.batch, self.nodes, self.devices_per_node, self.settings)
 
     @property
     def mode_label(self) -> str:
@@ -125,13 +154,14 @@ class Config:
     def impl_label(self) -> str:
         label = self.impl + (f" ({self.profile})" if self.profile else "")
         label += f": {self.source}" if self.source else ""
-        if not self.options:
+        if not self.parameters:
             return label
-        return f"{label} ({', '.join(f'{k}={v}' for k, v in self.options)})"
+        return f"{label} ({', '.join(f'{k}={v}' for k, v in self.parameters)})"
 
     @property
-    def practice_label(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.practice)
+    def settings_text(self) -> str:
+        """The settings, "defaults" when there are none."""
+        return settings_label(dict(self.settings))
 
     @property
     def topology(self) -> str:
@@ -140,19 +170,73 @@ class Config:
     def group_title(self) -> str:
         parts = [self.mode_label, self.precision_label, self.device, self.shape_label,
                  self.impl_label]  # fmt: skip
-        if self.practice:
-            parts.append(f"best practice: {self.practice_label}")
         return " · ".join(parts)
 
 
 def select(results: Iterable[Result], model: str) -> list[Result]:
-    """The newest result per configuration of `model`, in a fixed order."""
+    """The newest result per benchmark x machine x settings of `model`, in a fixed order."""
     chosen = newest(r for r in results if r.spec.model == model)
     return sorted(chosen, key=lambda r: (Config.of(r).sort_key(), r.spec.framework))
 
 
+def by_machine(results: Sequence[Result]) -> list[tuple[Machine, list[Result]]]:
+    """The results of each machine (order kept), machines ordered by label then id."""
+    groups: dict[Machine, list[Result]] = {}
+    for r in results:
+        groups.setdefault(machine_of(r), []).append(r)
+    return sorted(groups.items(), key=lambda kv: (kv[0].label, kv[0].id))
+
+
+def machine_heading(machine: Machine) -> str:
+    """A machine as a heading or chart title names it: its label and its id."""
+    if not machine.known:
+        return f"{machine.label} (no hardware recorded)"
+    return f"{machine.label} (machine {machine.id})"
+
+
 def frameworks(results: Sequence[Result]) -> list[str]:
     return sorted({r.spec.framework for r in results})
+
+
+@functools.lru_cache(maxsize=512)
+def _practice(spec_json: str) -> tuple[tuple[str, str], ...] | None:
+    from dlperf.schema import BenchmarkSpec
+
+    spec = BenchmarkSpec.model_validate_json(spec_json)
+    if spec.impl != "ootb":  # only dlperf's own workloads take a best practice (spec.py)
+        return ()
+    try:
+        return tuple(sorted(get_adapter(spec.framework).practice(spec).items()))
+    except (DlperfError, KeyError):  # a framework this dlperf does not know
+        return None
+
+
+def default_settings(result: Result) -> dict[str, str] | None:
+    """The settings `result`'s benchmark runs with when nothing is `--set`: its framework's
+    best practice today. None when the framework is not known here."""
+    found = _practice(result.spec.model_dump_json())
+    return None if found is None else dict(found)
+
+
+def is_default(result: Result) -> bool:
+    """Whether `result` ran with its framework's default settings (no `--set` setting)."""
+    return settings_of(result.spec) == default_settings(result)
+
+
+def headline(results: Sequence[Result]) -> Result:
+    """Of one benchmark's results on one machine (one per settings): the one with the default
+    settings, else the newest."""
+    defaults = [r for r in results if is_default(r)]
+    return max(defaults or results, key=lambda r: (r.created, r.id))
+
+
+def headlines(results: Sequence[Result]) -> list[Result]:
+    """The `headline` of each benchmark x machine, in the order of `results`."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        groups.setdefault(identity_of(r).series, []).append(r)
+    chosen = {id(headline(group)) for group in groups.values()}
+    return [r for r in results if id(r) in chosen]
 
 
 def configs(results: Sequence[Result]) -> list[Config]:
@@ -163,20 +247,94 @@ def configs(results: Sequence[Result]) -> list[Config]:
 def cross_framework_grid(results: Sequence[Result]):  # -> pandas.DataFrame (imported lazily)
     """The cross-framework table as a pandas frame: one row per configuration (`configs`
     order), one column per framework (`frameworks` order), each cell the list of that
-    framework's results for the row (several: official upstreams, or a best-practice
-    ablation), NaN where the framework did not run the configuration."""
+    framework's `headline` results for the row (several: official upstreams), NaN where the
+    framework did not run the configuration. Other settings are in `ablations`."""
     import pandas as pd
 
     rows = {c: i for i, c in enumerate(configs(results))}
+    shown = headlines(results)
     frame = pd.DataFrame(
         {
-            "row": [rows[Config.of(r).row_key()] for r in results],
-            "framework": [r.spec.framework for r in results],
-            "result": list(results),
+            "row": [rows[Config.of(r).row_key()] for r in shown],
+            "framework": [r.spec.framework for r in shown],
+            "result": shown,
         }
     )
     grid = frame.groupby(["row", "framework"])["result"].agg(list).unstack("framework")
     return grid.reindex(index=range(len(rows)), columns=frameworks(results))
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """A settings variant of a benchmark on a machine against its `headline` (the baseline):
+    which settings differ and `dlperf compare`'s verdict on the compared metric."""
+
+    baseline: Result
+    variant: Result
+    changes: list[str]  # "channels_last 1 -> 0"
+    unit: str
+    baseline_median: float | None  # of the ok repeats' values; None when none is ok
+    variant_median: float | None
+    verdict: Verdict | None  # None when a side has no ok repeat
+
+
+def ablations(results: Sequence[Result]) -> list[Ablation]:
+    """Every benchmark x machine with more than one settings variant: each variant against
+    the headline, ordered by machine, configuration, then the variant's settings."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        groups.setdefault(identity_of(r).series, []).append(r)
+    out = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        base = headline(group)
+        _, va, higher = metric_values(base)
+        unit = "samples/s" if higher else "ms"
+        for r in sorted(group, key=lambda r: identity_of(r).key):
+            if r is base:
+                continue
+            _, vb, _ = metric_values(r)
+            verdict = judge(va, vb, higher, ABLATION_THRESHOLD) if va and vb else None
+            out.append(
+                Ablation(
+                    baseline=base,
+                    variant=r,
+                    changes=settings_changes(settings_of(base.spec), settings_of(r.spec)),
+                    unit=unit,
+                    baseline_median=statistics.median(va) if va else None,
+                    variant_median=statistics.median(vb) if vb else None,
+                    verdict=verdict,
+                )
+            )
+    return sorted(out, key=_ablation_order)
+
+
+def _ablation_order(a: Ablation) -> tuple:
+    return (Config.of(a.baseline).sort_key(), a.baseline.spec.framework,
+            identity_of(a.variant).key)  # fmt: skip
+
+
+def file_stem(model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", model)
+
+
+def chart_file(model: str, machine: str | None = None, kind: str = "throughput") -> str:
+    """The PNG of a model's chart (`kind` "throughput" or "scaling"): `<model>.png` and
+    `<model>-scaling.png` when the page has one machine, else `<model>-<machine id>.png` and
+    `<model>-<machine id>-scaling.png`."""
+    name = file_stem(model) + (f"-{machine}" if machine else "")
+    return name + ("-scaling" if kind == "scaling" else "") + ".png"
+
+
+def chart_files(model: str, machines: Sequence[Machine]) -> dict[str, tuple[str, str]]:
+    """Every chart file a page of `model` on `machines` may link: file -> (kind, machine id)."""
+    several = len(machines) > 1
+    return {
+        chart_file(model, m.id if several else None, kind): (kind, m.id)
+        for m in machines
+        for kind in ("throughput", "scaling")
+    }
 
 
 def source_label(result: Result) -> str:
@@ -204,40 +362,43 @@ def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
 
 
 def hardware_label(results: Sequence[Result]) -> str:
-    """The devices that produced the numbers, for a chart title."""
-    names = set()
-    for r in results:
-        env = r.environment
-        if r.spec.device == "cuda":
-            names.add(env.device_name or env.gpu or "GPU")
-        else:
-            names.add(env.cpu or env.device_name or "CPU")
-    return ", ".join(sorted(names))
+    """The machine(s) that produced the numbers, for a chart title (one, as charts are drawn
+    per machine): label and id."""
+    return ", ".join(machine_heading(m) for m, _ in by_machine(results))
 
 
 def scaling_series(results: Sequence[Result], model: str) -> dict[str, list[tuple[int, float]]]:
     """Per framework table (label -> [(devices, speedup)]) with at least two topologies, where
-    speedup is against the 1x1 result of the same configuration and batch per device."""
+    speedup is against the 1x1 result of the same configuration, machine, settings and batch
+    per device. A label names the settings where a framework has several in one table."""
     chosen = [r for r in select(results, model) if r.metrics.throughput is not None]
     groups: dict[tuple, list[Result]] = {}
     for r in chosen:
         if r.status == ResultStatus.failed:
             continue
         c = Config.of(r)
-        groups.setdefault((r.spec.framework, c.group(), c.batch), []).append(r)
+        groups.setdefault((r.spec.framework, c.group(), c.batch, c.settings), []).append(r)
+    drawn = {
+        key: group
+        for key, group in sorted(groups.items(), key=lambda kv: str(kv[0]))
+        if len(group) > 1 and any(r.spec.world_size == 1 for r in group)
+    }
+    variants: dict[tuple, int] = {}
+    for framework, group_key, batch, _ in drawn:
+        variants[(framework, group_key, batch)] = variants.get((framework, group_key, batch), 0) + 1
+    several_machines = len(by_machine(chosen)) > 1
     series = {}
-    for (framework, _, batch), group in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        base = [r for r in group if r.spec.world_size == 1]
-        if not base or len(group) < 2:
-            continue
-        one = base[0].metrics.throughput.median
+    for (framework, group_key, batch, _), group in drawn.items():
+        one = next(r for r in group if r.spec.world_size == 1).metrics.throughput.median
         points = sorted((r.spec.world_size, r.metrics.throughput.median / one) for r in group)
         c = Config.of(group[0])
         label = f"{framework} {c.device} {c.precision_label} b{batch}" + (
             f" ({c.impl_label})" if c.impl_label != "ootb" else ""
         )
-        if c.practice:
-            label += f" [{c.practice_label}]"
+        if variants[(framework, group_key, batch)] > 1:
+            label += f" [{c.settings_text}]"
+        if several_machines:  # the charts draw one machine each; a caller that mixes sees it
+            label += f" on {c.machine}"
         series[label] = points
     return series
 

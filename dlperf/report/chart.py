@@ -1,4 +1,6 @@
-"""PNG bar chart of one model: median samples/s per configuration and framework.
+"""PNG charts of one model on one machine: median samples/s per configuration and framework,
+and speedup vs devices. The caller passes one machine's results (`by_machine`); the titles
+name the machine.
 
 matplotlib is imported when a chart is drawn, never at import time, and only through its
 object API with the Agg canvas: no pyplot global state, no backend switch for the caller.
@@ -29,8 +31,15 @@ def _x_label(c: Config) -> str:
     return f"{first}\n{second}" + (f"\n{c.impl_label}" if c.impl_label != "ootb" else "")
 
 
+def _title(text: str, results: Sequence[Result]) -> str:
+    hardware = hardware_label(results)
+    title = text + (f" on {hardware}" if hardware else "")
+    return title if len(title) <= 110 else title[:109] + "…"
+
+
 def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
-    """Bars = median samples/s, error bars = min–max; failed configurations show 'failed'."""
+    """Bars = median samples/s of each framework's headline (default settings), error bars =
+    min–max; failed configurations show 'failed'."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -38,9 +47,7 @@ def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
     fig = Figure(figsize=FIGSIZE, dpi=DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
-    hardware = hardware_label(chosen)
-    title = f"{model} throughput" + (f" on {hardware}" if hardware else "")
-    ax.set_title(title if len(title) <= 110 else title[:109] + "…", fontsize=10)
+    ax.set_title(_title(f"{model} throughput", chosen), fontsize=10)
     ax.set_ylabel("samples/s (median; error bars: min–max)")
 
     grid = cross_framework_grid(chosen)  # rows: configurations; columns: frameworks
@@ -54,7 +61,7 @@ def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
         for i, cell in enumerate(grid[fw]):
             if not isinstance(cell, list):  # not run by this framework
                 continue
-            r = cell[-1]  # an ablation's several results: the bar shows the last
+            r = cell[-1]  # several official upstreams: the bar shows the last
             x = i - 0.4 + width * (j + 0.5)
             t = r.metrics.throughput
             if r.status == ResultStatus.failed or t is None:
@@ -100,7 +107,7 @@ def render_scaling_chart(results: Sequence[Result], model: str, path: Path) -> b
                 label=label)  # fmt: skip
     ax.set_xlabel("devices (nodes x devices per node)")
     ax.set_ylabel("speedup vs 1 device (median samples/s)")
-    ax.set_title(f"{model} scaling", fontsize=10)
+    ax.set_title(_title(f"{model} scaling", select(results, model)), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

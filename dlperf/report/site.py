@@ -3,9 +3,11 @@
 Each model's page is its Markdown report (`render_model_report`, the same tables, converted to
 HTML with markdown-it) with the report's PNG charts replaced by interactive Plotly charts, and
 sections the Markdown has no room for: latency percentiles, energy and device telemetry, the
-history of every configuration over time, and a link to every raw result JSON (copied under
-site/results/). Plotly's own JavaScript (shipped in the `plotly` package) is written once to
-site/assets/plotly.min.js and referenced relatively: no CDN, no network.
+history of every series (a benchmark on a machine) over time, and a link to every raw result
+JSON (copied under site/results/). As the report, a page never mixes machines: each machine's
+charts and sections are its own, and every chart's title names its machine. Plotly's own
+JavaScript (shipped in the `plotly` package) is written once to site/assets/plotly.min.js
+and referenced relatively: no CDN, no network.
 
 Renderers return strings; `write_site` writes files. The same results give the same bytes:
 nothing depends on the time of `dlperf publish`, only on the results' own times.
@@ -14,29 +16,34 @@ nothing depends on the time of `dlperf publish`, only on the results' own times.
 from __future__ import annotations
 
 import html
-import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 from dlperf import DlperfError
-from dlperf.files import atomic_write, check_writable
+from dlperf.files import atomic_write, check_writable, shared_mode
 from dlperf.history import HistoryPoint, history_points
-from dlperf.identity import commit_label, describe, identity_of
+from dlperf.identity import Machine, identity_of, machine_of, settings_label
 from dlperf.report._data import (
     Config,
-    configs,
-    cross_framework_grid,
-    hardware_label,
-    scaling_series,
+    by_machine,
+    chart_files,
+    file_stem,
+    machine_heading,
     select,
 )
-from dlperf.report.chart import _x_label
-from dlperf.report.markdown import DASH, GENERATED, _table, render_model_report
-from dlperf.report.writer import file_stem, render_index, results_commit
+from dlperf.report.cells import DASH, table
+from dlperf.report.figures import (
+    Charts,
+    history_figure,
+    latency_figure,
+    scaling_figure,
+    throughput_figure,
+)
+from dlperf.report.markdown import GENERATED, render_model_report
+from dlperf.report.writer import render_index, results_commit
 from dlperf.schema import Result, ResultStatus
 from dlperf.store import ResultStore, Stored, newest
 
@@ -64,15 +71,9 @@ blockquote { border-left: 4px solid #e0a800; margin: 0; padding: 0.2em 1em; back
 """
 
 
-# ---------------------------------------------------------------- loading
-
-
 def href(stored: Stored) -> str:
     """The link to a result's JSON as copied into the site."""
     return "results/" + "/".join(quote(part) for part in stored.relpath.split("/"))
-
-
-# ---------------------------------------------------------------- history
 
 
 def history(results_dir: Path) -> dict[tuple[str, str], list[HistoryPoint]]:
@@ -82,271 +83,6 @@ def history(results_dir: Path) -> dict[tuple[str, str], list[HistoryPoint]]:
     for point in history_points(results_dir, threshold=HISTORY_THRESHOLD):
         out.setdefault(point.series, []).append(point)
     return out
-
-
-def _versions(p: HistoryPoint) -> str:
-    named = (("framework", p.framework_version), ("python", p.python),
-             ("dlperf", p.dlperf_version))  # fmt: skip
-    return ", ".join(f"{name} {value}" for name, value in named if value) or DASH
-
-
-def _commits(p: HistoryPoint) -> str:
-    named = (("dlperf", commit_label(p.dlperf_commit, p.dlperf_dirty)),
-             ("workdir", commit_label(p.workdir_commit, p.workdir_dirty)))  # fmt: skip
-    return ", ".join(f"{name} {value}" for name, value in named if value) or DASH
-
-
-def _plot_time(created: str) -> str:
-    """An ISO time as Plotly reads it: UTC, no offset."""
-    try:
-        moment = datetime.fromisoformat(created.replace("Z", "+00:00"))
-    except ValueError:
-        return created
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
-
-
-# ---------------------------------------------------------------- charts
-
-
-@dataclass
-class Charts:
-    """The charts of one page, numbered in page order (stable ids: same results, same page)."""
-
-    prefix: str
-    made: list[str] = field(default_factory=list)
-
-    def add(self, figure, name: str, height: int = 480) -> str:  # figure: plotly Figure
-        import plotly.io as pio
-
-        div_id = f"{self.prefix}-{name}-{len(self.made) + 1}"
-        self.made.append(div_id)
-        figure.update_layout(
-            template=_template(),
-            height=height,
-            margin={"l": 60, "r": 20, "t": 50, "b": 60},
-            font={"family": "system-ui, sans-serif", "size": 12},
-        )
-        body = pio.to_html(
-            figure,
-            include_plotlyjs=False,
-            full_html=False,
-            div_id=div_id,
-            default_height=f"{height}px",
-            config={"displaylogo": False, "responsive": True},
-            validate=True,
-        )
-        return f'<div class="chart-box" data-chart="{div_id}">{body}</div>'
-
-
-def _template():
-    """An empty template: Plotly's default one would repeat ~8 kB of styles in every chart."""
-    import plotly.graph_objects as go
-
-    return go.layout.Template(
-        layout={"colorway": ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                             "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"],
-                "plot_bgcolor": "white", "hovermode": "closest",
-                "xaxis": {"gridcolor": "#e5e5ea", "automargin": True},
-                "yaxis": {"gridcolor": "#e5e5ea", "automargin": True, "rangemode": "tozero"}}
-    )  # fmt: skip
-
-
-def _label(c: Config) -> str:
-    return html.escape(_x_label(c)).replace("\n", "<br>")
-
-
-def throughput_figure(chosen: Sequence[Result], model: str, metric: str = "throughput"):
-    """Frameworks side by side: a bar per configuration and framework, the median with min–max
-    error bars (`metric` "throughput"), or samples per joule ("energy"); failed cells read
-    'failed'. None when nothing is drawn."""
-    import plotly.graph_objects as go
-
-    grid = cross_framework_grid(chosen)
-    rows = configs(chosen)
-    labels = [_label(c) for c in rows]
-    figure = go.Figure()
-    drawn = False
-    for fw in grid.columns:
-        xs, ys, low, high, texts, hover = [], [], [], [], [], []
-        for label, cell in zip(labels, grid[fw], strict=True):
-            if not isinstance(cell, list):
-                continue
-            r = cell[-1]  # an ablation's several results: the bar shows the last, as the PNG
-            t = r.metrics.throughput
-            failed = r.status == ResultStatus.failed or t is None
-            if metric == "energy":
-                value = getattr(r.metrics, "samples_per_joule", None)
-                if value is None or failed:
-                    continue
-                xs.append(label), ys.append(value), low.append(0.0), high.append(0.0)
-                texts.append("")
-                hover.append(f"{r.id}<br>{value:.4g} samples/J")
-                continue
-            xs.append(label)
-            if failed:
-                ys.append(0.0), low.append(0.0), high.append(0.0), texts.append("failed")
-                hover.append(f"{r.id}: failed")
-                continue
-            ys.append(t.median), low.append(t.median - t.min), high.append(t.max - t.median)
-            texts.append("")
-            hover.append(
-                f"{r.id}<br>median {t.median:.2f} {t.unit} (min {t.min:.2f}, max {t.max:.2f}, "
-                f"{t.n} ok repeats)<br>{r.spec.framework} {r.environment.framework_version or ''}"
-            )
-        if not xs:
-            continue
-        drawn = True
-        error = None
-        if metric == "throughput":
-            error = {"type": "data", "symmetric": False, "array": high, "arrayminus": low}
-        figure.add_trace(
-            go.Bar(
-                name=fw,
-                x=xs,
-                y=ys,
-                error_y=error,
-                text=texts,
-                textposition="outside",
-                hovertext=hover,
-                hoverinfo="text",
-            )  # fmt: skip
-        )
-    if not drawn:
-        return None
-    hardware = hardware_label(chosen)
-    what = "samples per joule" if metric == "energy" else "throughput"
-    figure.update_layout(
-        title=f"{model} {what}" + (f" on {hardware}" if hardware else ""),
-        barmode="group",
-        yaxis_title="samples/J (median repeat)"
-        if metric == "energy"
-        else "samples/s (median; error bars: min–max)",
-        xaxis={"categoryorder": "array", "categoryarray": labels},
-    )
-    return figure
-
-
-def scaling_figure(chosen: Sequence[Result], model: str):
-    """Speedup vs devices per framework, with the ideal (linear) line; None without scaling."""
-    import plotly.graph_objects as go
-
-    series = scaling_series(chosen, model)
-    if not series:
-        return None
-    top = max(d for points in series.values() for d, _ in points)
-    figure = go.Figure()
-    figure.add_trace(
-        go.Scatter(
-            x=[1, top],
-            y=[1, top],
-            mode="lines",
-            name="ideal (linear)",
-            line={"dash": "dash", "color": "grey"},
-        )  # fmt: skip
-    )
-    for label, points in series.items():
-        figure.add_trace(
-            go.Scatter(
-                x=[d for d, _ in points],
-                y=[s for _, s in points],
-                mode="lines+markers",
-                name=label,
-                hovertemplate="%{x} devices: speedup %{y:.2f}",
-            )  # fmt: skip
-        )
-    figure.update_layout(
-        title=f"{model} scaling",
-        xaxis_title="devices (nodes x devices per node)",
-        yaxis_title="speedup vs 1 device (median samples/s)",
-    )
-    return figure
-
-
-def _percentile_rank(name: str) -> float | None:
-    match = re.fullmatch(r"p(\d+(?:\.\d+)?)", name)
-    return float(match.group(1)) if match else None
-
-
-def latency_figure(chosen: Sequence[Result], model: str):
-    """Latency percentiles (p50 ... p99.9, those measured) per configuration; None when no
-    result measured latency."""
-    import plotly.graph_objects as go
-
-    measured = [r for r in chosen if any(map(_percentile_rank, r.metrics.latency_ms))]
-    if not measured:
-        return None
-    names = sorted(
-        {n for r in measured for n in r.metrics.latency_ms if _percentile_rank(n) is not None},
-        key=_percentile_rank,
-    )
-    figure = go.Figure()
-    for r in measured:
-        c = Config.of(r)
-        label = f"{r.spec.framework} {c.mode_label} {c.precision_label} {c.device} b{c.batch}"
-        label += f" {c.topology}" + (f" [{c.practice_label}]" if c.practice else "")
-        xs = [n for n in names if n in r.metrics.latency_ms]
-        figure.add_trace(
-            go.Bar(name=label, x=xs, y=[r.metrics.latency_ms[n] for n in xs],
-                   hovertemplate=f"{html.escape(r.id)}<br>%{{x}}: %{{y:.3g}} ms<extra></extra>")
-        )  # fmt: skip
-    figure.update_layout(
-        title=f"{model} latency percentiles",
-        barmode="group",
-        xaxis={"title": "percentile", "categoryorder": "array", "categoryarray": names},
-        yaxis_title="ms per batch (interpolated)",
-    )
-    return figure
-
-
-MARKERS = {"regression": ("x", "#d62728"), "improvement": ("triangle-up", "#2ca02c")}
-
-
-def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
-    """Medians over time, a line per configuration; significant changes marked. None when no
-    configuration has more than one point."""
-    import plotly.graph_objects as go
-
-    if not any(len(points) > 1 for points in lines.values()):
-        return None
-    figure = go.Figure()
-    for name, points in lines.items():
-        kept = [p for p in points if p.median is not None]
-        if not kept:
-            continue
-        custom = [
-            [p.result_id, p.created, _versions(p), _commits(p), p.verdict,
-             "; ".join(p.changes) or ("first result" if p.baseline_id is None else
-                                      "no version changed")]
-            for p in kept
-        ]  # fmt: skip
-        symbols = [MARKERS.get(p.verdict, ("circle", None))[0] for p in kept]
-        sizes = [12 if p.verdict in MARKERS else 7 for p in kept]
-        figure.add_trace(
-            go.Scatter(
-                name=name,
-                x=[_plot_time(p.created) for p in kept],
-                y=[p.median for p in kept],
-                mode="lines+markers",
-                marker={"symbol": symbols, "size": sizes},
-                customdata=custom,
-                hovertemplate=(
-                    "%{y:.2f} " + html.escape(kept[0].unit) + "<br>result %{customdata[0]}"
-                    "<br>created %{customdata[1]}<br>versions: %{customdata[2]}"
-                    "<br>commits: %{customdata[3]}<br>vs previous: %{customdata[4]}"
-                    "<br>changed: %{customdata[5]}<extra>" + html.escape(name) + "</extra>"
-                ),
-            )
-        )
-    unit = next(iter(lines.values()))[0].unit
-    figure.update_layout(
-        title=title,
-        xaxis_title="created (UTC)",
-        yaxis_title=f"median {unit}",
-        legend={"orientation": "h", "y": -0.25},
-    )
-    return figure
 
 
 # ---------------------------------------------------------------- tables and Markdown
@@ -374,19 +110,31 @@ def markdown_html(text: str) -> str:
 
 
 def _table_md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    return "\n".join(_table(header, rows))
+    return "\n".join(table(header, rows))
+
+
+def _machine_cell(machine: Machine) -> str:
+    return f"{machine.label} (`{machine.id}`)"
+
+
+RAW_HEADER = ["created (UTC)", "benchmark", "settings", "machine", "framework", "version",
+              "status", "median samples/s", "result JSON"]  # fmt: skip
 
 
 def raw_rows(stored: Sequence[Stored]) -> list[list[str]]:
-    """Every result of the model, newest first, with a link to its JSON."""
+    """Every result of the model, newest first, with its machine, settings and a link to its
+    JSON."""
     rows = []
     for s in sorted(stored, key=lambda s: (s.result.created, s.result.id), reverse=True):
         r, t = s.result, s.result.metrics.throughput
         median = f"{t.median:.2f}" if t and r.status != ResultStatus.failed else DASH
+        identity = identity_of(r)
         rows.append(
             [
                 _time(r.created),
-                f"`{describe(r.spec)}`",
+                f"`{identity.benchmark}`",
+                settings_label(dict(identity.settings)),
+                _machine_cell(machine_of(r)),
                 r.spec.framework,
                 r.environment.framework_version or DASH,
                 r.status.value,
@@ -424,20 +172,21 @@ def _page(title: str, body: str, nav: bool = True) -> str:
 def render_model_page(
     stored: Sequence[Stored],
     model: str,
-    points: dict[str, list[HistoryPoint]],
+    points: dict[tuple[str, str], list[HistoryPoint]],
     commit: str | None = None,
 ) -> tuple[str, list[str]]:
-    """One model's page and the ids of its charts (in page order)."""
+    """One model's page and the ids of its charts (in page order). `points`: `history`'s."""
     results = [s.result for s in stored]
     mine = [s for s in stored if s.result.spec.model == model]
-    chosen = select(results, model)
-    stem = file_stem(model)
-    charts = Charts(prefix=stem)
+    machines = by_machine(select(results, model))
+    level = 3 if len(machines) > 1 else 2
+    charts = Charts(prefix=file_stem(model))
     text = render_model_report(results, model, commit).replace(GENERATED, SITE_GENERATED)
-    extras = _extra_sections(chosen, mine, points, model, charts)
-    images = {f"{stem}.png": "throughput", f"{stem}-scaling.png": "scaling"}
-    has_scaling = f"({stem}-scaling.png)" in text
-    parts, chunk, placed = [], [], False
+    images = chart_files(model, [m for m, _ in machines])  # file -> (kind, machine id)
+    linked = [name for name in images if f"]({name})" in text]
+    last = {images[name][1]: name for name in linked}  # a machine's extras follow its last
+    of_machine = {m.id: (m, rs) for m, rs in machines}
+    parts, chunk, placed = [], [], set()
     for line in text.splitlines():
         match = IMAGE_LINE.match(line)
         if not match:
@@ -445,38 +194,28 @@ def render_model_page(
             continue
         parts.append(markdown_html("\n".join(chunk)))
         chunk = []
-        kind = images.get(match.group(1))
-        figure = None
-        if kind == "throughput":
-            figure = throughput_figure(chosen, model)
-        elif kind == "scaling":
-            figure = scaling_figure(chosen, model)
+        if match.group(1) not in images:
+            continue
+        kind, machine_id = images[match.group(1)]
+        machine, own = of_machine[machine_id]
+        figure = (
+            throughput_figure(own, model) if kind == "throughput" else scaling_figure(own, model)
+        )
         if figure is not None:
             parts.append(charts.add(figure, kind))
-        if not placed and (kind == "scaling" or (kind == "throughput" and not has_scaling)):
-            parts.append(extras())
-            placed = True
+        if last[machine_id] == match.group(1):
+            parts.append(_extra_sections(machine, own, mine, points, model, charts, level))
+            placed.add(machine_id)
     parts.append(markdown_html("\n".join(chunk)))
-    if not placed:
-        parts.append(extras())
-    raw = raw_rows(mine)
+    for machine, own in machines:  # a section without a chart (none today): extras at the end
+        if machine.id not in placed:
+            parts.append(_extra_sections(machine, own, mine, points, model, charts, level))
     parts.append(
         "<h2>Raw results</h2>\n"
         + markdown_html(
             "Every stored result of this model, newest first (older ones are the history "
-            "above); each links to its JSON file, copied from the results folder.\n\n"
-            + _table_md(
-                [
-                    "created (UTC)",
-                    "configuration",
-                    "framework",
-                    "version",
-                    "status",
-                    "median samples/s",
-                    "result JSON",
-                ],
-                raw,
-            )  # fmt: skip
+            "above), with the machine it ran on and its settings; each links to its JSON file, "
+            "copied from the results folder.\n\n" + _table_md(RAW_HEADER, raw_rows(mine))
         )
     )
     body = "\n".join(parts)
@@ -486,57 +225,77 @@ def render_model_page(
     return _page(f"dlperf: {model}", body), charts.made
 
 
-def _extra_sections(chosen, mine, points, model, charts):
-    """The sections the Markdown report has no room for, rendered when first placed (so their
-    charts are numbered in page order)."""
+def _extra_sections(
+    machine: Machine,
+    chosen: Sequence[Result],
+    mine: Sequence[Stored],
+    points: dict[tuple[str, str], list[HistoryPoint]],
+    model: str,
+    charts: Charts,
+    level: int,
+) -> str:
+    """One machine's sections the Markdown report has no room for (headings at `level`)."""
+    h = f"h{level}"
+    out = []
+    figure = latency_figure(chosen, model)
+    if figure is not None:
+        out += [
+            f"<{h}>Latency percentiles</{h}>",
+            '<p class="note">Per-batch latency percentiles of the measured steps (linearly '
+            "interpolated), per configuration and settings.</p>",
+            charts.add(figure, "latency"),
+        ]
+    # The report's Telemetry table is on the page already (the Markdown above); here the
+    # samples per joule beside each other, where a result measured energy.
+    energy = throughput_figure(chosen, model, metric="energy")
+    if energy is not None:
+        out += [f"<{h}>Energy: samples per joule</{h}>", charts.add(energy, "energy")]
+    mine_here = [s for s in mine if machine_of(s.result).id == machine.id]
+    out.append(_history_section(machine, mine_here, points, charts, h))
+    return "\n".join(out)
 
-    def render() -> str:
-        out = []
-        figure = latency_figure(chosen, model)
-        if figure is not None:
-            out += [
-                "<h2>Latency percentiles</h2>",
-                '<p class="note">Per-batch latency percentiles of the inference '
-                "configurations (linearly interpolated over the measured steps).</p>",
-                charts.add(figure, "latency"),
-            ]
-        # The report's Telemetry table is on the page already (the Markdown above); here the
-        # samples per joule beside each other, where a result measured energy.
-        energy = throughput_figure(chosen, model, metric="energy")
-        if energy is not None:
-            out += ["<h2>Energy: samples per joule</h2>", charts.add(energy, "energy")]
-        out.append(_history_section(chosen, mine, points, model, charts))
-        return "\n".join(out)
 
-    return render
-
-
-def _history_section(chosen, mine, points, model, charts) -> str:
-    """A chart per cross-framework row: a line per configuration (framework, best practice,
-    upstream) over time."""
-    by_key = {identity_of(s.result).series: s.result for s in mine}
+def _history_section(
+    machine: Machine,
+    mine: Sequence[Stored],
+    points: dict[tuple[str, str], list[HistoryPoint]],
+    charts: Charts,
+    h: str,
+) -> str:
+    """A chart per cross-framework row of one machine: a line per series (a framework's
+    benchmark on this machine, whatever its settings), over time."""
+    newest_of: dict[tuple[str, str], Result] = {}
+    for s in mine:
+        key = identity_of(s.result).series
+        if key not in newest_of or (s.result.created, s.result.id) > (
+            newest_of[key].created,
+            newest_of[key].id,
+        ):
+            newest_of[key] = s.result
     rows: dict[Config, dict[str, list[HistoryPoint]]] = {}
-    for key, line in points.items():
-        r = by_key.get(key)
-        if r is None:
+    for key in sorted(newest_of):
+        line = points.get(key)
+        if not line:
             continue
+        r = newest_of[key]
         c = Config.of(r)
-        name = r.spec.framework + (f" [{c.practice_label}]" if c.practice else "")
-        name += f" ({c.source})" if c.source else ""
-        rows.setdefault(c.row_key(), {})[name] = line
+        name = r.spec.framework + (f" ({r.spec.source})" if r.spec.source else "")
+        lines = rows.setdefault(c.row_key(), {})
+        lines[name if name not in lines else f"{name} {key[0]}"] = line
     out = [
-        "<h2>History</h2>",
-        '<p class="note">The median of every stored result of a configuration over time; '
-        "hover a point for its result id, creation time, versions and what changed since the "
-        "previous one. A cross marks a significant regression, a triangle a significant "
-        f"improvement (beyond {HISTORY_THRESHOLD:.0%} and significant by "
-        "<code>dlperf compare</code>'s test).</p>",
+        f"<{h}>History</{h}>",
+        '<p class="note">The median of every stored result of a benchmark on this machine over '
+        "time, one line per framework whatever its settings; hover a point for its result id, "
+        "creation time, settings, versions and what changed since the previous one. A diamond "
+        "with a dark outline marks a point whose settings or environment changed; a cross "
+        "marks a significant regression, a triangle a significant improvement (beyond "
+        f"{HISTORY_THRESHOLD:.0%} and significant by <code>dlperf compare</code>'s test).</p>",
     ]
     single = 0
     for c in sorted(rows, key=Config.sort_key):
         lines = dict(sorted(rows[c].items()))
         title = f"{c.mode_label} · {c.precision_label} · {c.device} · b{c.batch} · {c.topology}"
-        title += f" · {c.shape_label} · {c.impl_label}"
+        title += f" · {c.shape_label} · {c.impl_label} on {machine_heading(machine)}"
         figure = history_figure(html.escape(title), lines)
         if figure is None:
             single += 1
@@ -551,21 +310,21 @@ def _history_section(chosen, mine, points, model, charts) -> str:
 
 
 def render_index_page(stored: Sequence[Stored]) -> str:
-    """The models (the reports' index table, linking the model pages) and every
-    configuration with its result count and newest result."""
+    """The models (the reports' index table, linking the model pages) and every benchmark x
+    machine x settings with its result count and newest result."""
     results = newest(s.result for s in stored)
     text = (
         render_index(results)
         .replace(GENERATED, SITE_GENERATED)
         .replace("# dlperf reports", "# dlperf results", 1)
     )
-    counts: dict[str, int] = {}
+    counts: dict[tuple, int] = {}
     for s in stored:
         key = identity_of(s.result).key
         counts[key] = counts.get(key, 0) + 1
     latest = {identity_of(s.result).key: s for s in _newest(stored)}
     rows = []
-    for key in sorted(latest):
+    for key in sorted(latest, key=lambda k: (latest[k].result.spec.model, k)):
         s = latest[key]
         r, t = s.result, s.result.metrics.throughput
         median = f"{t.median:.2f}" if t and r.status != ResultStatus.failed else DASH
@@ -573,7 +332,9 @@ def render_index_page(stored: Sequence[Stored]) -> str:
         rows.append(
             [
                 f"[{r.spec.model}]({page})",
-                f"`{describe(r.spec)}`",
+                f"`{key[0]}`",
+                settings_label(dict(key[2])),
+                _machine_cell(machine_of(r)),
                 r.spec.framework,
                 str(counts[key]),
                 _time(r.created),
@@ -583,14 +344,17 @@ def render_index_page(stored: Sequence[Stored]) -> str:
             ]  # fmt: skip
         )
     n_results = len(stored)
+    machines = len({key[1] for key in latest})
     text += (
-        f"\n## Configurations\n\n{len(latest)} configuration{'s' if len(latest) != 1 else ''}, "
-        f"{n_results} stored result{'s' if n_results != 1 else ''} "
-        "(every result of a configuration is on its model's page, in its history).\n\n"
+        f"\n## Configurations\n\n{len(latest)} configuration{'s' if len(latest) != 1 else ''} "
+        f"(a benchmark on a machine with its settings) on {machines} "
+        f"machine{'s' if machines != 1 else ''}, {n_results} stored "
+        f"result{'s' if n_results != 1 else ''} (every result of a configuration is on its "
+        "model's page, in its history).\n\n"
     )
     text += _table_md(
-        ["model", "configuration", "framework", "results", "newest (UTC)", "status",
-         "median samples/s", "newest JSON"],
+        ["model", "benchmark", "settings", "machine", "framework", "results", "newest (UTC)",
+         "status", "median samples/s", "newest JSON"],
         rows,
     )  # fmt: skip
     return _page("dlperf results", markdown_html(text), nav=False)
@@ -626,19 +390,17 @@ def write_site(results_dir: Path, out_dir: Path) -> Site:
     _check_out(results_dir, out_dir)
     check_writable(out_dir, "the site folder")
     written: list[Path] = []
-    # atomic_write's temporary files are private (0600); a site is for others to read, so its
-    # files get the umask's usual mode, as a plain open() would give them.
-    umask = os.umask(0)
-    os.umask(umask)
-    mode = 0o666 & ~umask
 
     def put(relpath: str, data: str | bytes) -> None:
+        """Write a file of the site (atomic_write gives it the umask's mode); a file already
+        holding these bytes is left untouched, but gets that mode too: a site is for others
+        to read."""
         path = out_dir / relpath
         raw = data.encode("utf-8") if isinstance(data, str) else data
-        if not (path.is_file() and path.read_bytes() == raw):  # same bytes: left untouched
+        if not (path.is_file() and path.read_bytes() == raw):
             atomic_write(path, raw)
-        if path.stat().st_mode & 0o777 != mode:
-            path.chmod(mode)
+        elif path.stat().st_mode & 0o777 != shared_mode():
+            path.chmod(shared_mode())
         written.append(path)
 
     put(MARKER, "This folder is a site written by `dlperf publish`.\n")

@@ -1,4 +1,7 @@
-"""Write reports/<model>.md, reports/<model>.png and reports/README.md from a results folder."""
+"""Write reports/<model>.md, its charts and reports/README.md from a results folder.
+
+A model's charts are `<model>.png` (and `<model>-scaling.png`) when its results come from one
+machine, else one per machine: `<model>-<machine id>.png` (`_data.chart_file`)."""
 
 from __future__ import annotations
 
@@ -8,16 +11,20 @@ from pathlib import Path
 from dlperf.files import atomic_write, check_writable, replaced
 from dlperf.gitinfo import last_commit_touching
 from dlperf.models import MODELS
-from dlperf.report._data import configs, frameworks, scaling_series, select
+from dlperf.report._data import (
+    by_machine,
+    chart_file,
+    configs,
+    file_stem,
+    frameworks,
+    scaling_series,
+    select,
+)
 from dlperf.report.chart import render_chart, render_scaling_chart
 from dlperf.report.markdown import GENERATED, render_model_report
 from dlperf.report.suites import fambench_summary, fambench_table
 from dlperf.schema import Result, ResultStatus
 from dlperf.store import ResultStore, newest
-
-
-def file_stem(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", model)
 
 
 def write_reports(
@@ -34,25 +41,42 @@ def write_reports(
     commit = results_commit(results_dir)
     written: list[Path] = []
     for model in models:
-        stem = file_stem(model)
-        md = reports_dir / f"{stem}.md"
+        md = reports_dir / f"{file_stem(model)}.md"
         atomic_write(md, render_model_report(results, model, commit))
-        png = reports_dir / f"{stem}.png"
-        with replaced(png) as tmp:
-            render_chart(results, model, tmp)
-        written += [md, png]
-        scaling = reports_dir / f"{stem}-scaling.png"
-        if scaling_series(results, model):
-            with replaced(scaling) as tmp:
-                render_scaling_chart(results, model, tmp)
-            written.append(scaling)
-        else:
-            scaling.unlink(missing_ok=True)
+        written.append(md)
+        machines = by_machine(select(results, model))
+        for machine, mine in machines:
+            name = machine.id if len(machines) > 1 else None
+            png = reports_dir / chart_file(model, name)
+            with replaced(png) as tmp:
+                render_chart(mine, model, tmp)
+            written.append(png)
+            if scaling_series(mine, model):
+                scaling = reports_dir / chart_file(model, name, "scaling")
+                with replaced(scaling) as tmp:
+                    render_scaling_chart(mine, model, tmp)
+                written.append(scaling)
+        remove_stale_charts(reports_dir, model, set(written))
     index = reports_dir / "README.md"
     atomic_write(index, render_index(results))
     written.append(index)
     remove_stale_pages(reports_dir, {file_stem(m) for m in models})
     return written
+
+
+def _charts_of(reports_dir: Path, model: str) -> list[Path]:
+    """The chart files `write_reports` may have written for `model` (any machine)."""
+    pattern = re.compile(re.escape(file_stem(model)) + r"(-[0-9a-f]{8}|-unknown)?(-scaling)?\.png")
+    return [p for p in sorted(reports_dir.glob("*.png")) if pattern.fullmatch(p.name)]
+
+
+def remove_stale_charts(reports_dir: Path, model: str, kept: set[Path]) -> list[Path]:
+    """Remove `model`'s charts that this run did not write (a machine, or its scaling, gone;
+    one machine's `<model>.png` after a second machine came)."""
+    removed = [p for p in _charts_of(reports_dir, model) if p not in kept]
+    for path in removed:
+        path.unlink()
+    return removed
 
 
 def results_commit(results_dir: Path) -> str | None:
@@ -74,10 +98,9 @@ def remove_stale_pages(reports_dir: Path, kept: set[str]) -> list[Path]:
         except OSError:
             continue
         if ours:
-            for path in (page, reports_dir / f"{stem}.png", reports_dir / f"{stem}-scaling.png"):
-                if path.exists():
-                    path.unlink()
-                    removed.append(path)
+            for path in [page, *_charts_of(reports_dir, stem)]:
+                path.unlink()
+                removed.append(path)
     return removed
 
 
@@ -102,17 +125,19 @@ def render_index(results: list[Result]) -> str:
     models = sorted({r.spec.model for r in results})
     if not models:
         return "\n".join([*lines, "No results yet: run `dlperf run` first.", ""])
-    # A configuration is a row of a page's cross-framework table; each framework's result in
-    # it counts once as ok, partial or failed, so those three add up to the results.
+    # A configuration is a row of a page's cross-framework tables (one machine's); each
+    # result (a framework's, with its settings) counts once as ok, partial or failed, so
+    # those three add up to the results.
     lines += [
-        "| model | description | frameworks | configurations | results | ok | partial | failed |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | description | frameworks | machines | configurations | results | ok | partial "
+        "| failed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for model in models:
         chosen = select(results, model)
         desc = MODELS[model].description if model in MODELS else model
         counts = [str(sum(r.status == s for r in chosen)) for s in ResultStatus]
         row = [f"[{model}]({file_stem(model)}.md)", desc, ", ".join(frameworks(chosen))]
-        row += [str(len(configs(chosen))), str(len(chosen)), *counts]
+        row += [str(len(by_machine(chosen))), str(len(configs(chosen))), str(len(chosen)), *counts]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     return "\n".join(lines) + "\n"
