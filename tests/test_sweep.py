@@ -6,6 +6,7 @@ import pytest
 from conftest import throughput_from_marks
 
 from dlperf import DlperfError
+from dlperf.identity import spec_key
 from dlperf.schema import ResultStatus
 from dlperf.store import ResultStore
 from dlperf.sweep import SweepCallbacks, load_plan, run_sweep
@@ -54,7 +55,7 @@ scenarios = ["none", "offline"]
 [sweep.loadgen]
 min_duration_s = 2
 """)  # fmt: skip
-    keys = sorted(s.config_key() for s in plan.specs)
+    keys = sorted(spec_key(s) for s in plan.specs)
     assert len(keys) == len(set(keys))
     r50 = [s for s in plan.specs if s.framework == "pytorch" and s.model == "resnet50"]
     # 2 image sizes x (train, infer, infer + offline)
