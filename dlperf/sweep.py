@@ -5,7 +5,8 @@ so that machine drift hits every framework alike. Each finished repeat is saved 
 sweep stopped by Ctrl-C or a crash resumes where it stopped; configurations that already have
 a stored result are skipped; a configuration that fails is stored as failed and the sweep goes on.
 
-Example::
+The keys are `dlperf run`'s settings (`dlperf.spec_options`, one table for both); a key that
+takes a list (the plural ones, and xla) is one more dimension of the matrix. Example::
 
     [sweep]
     preset = "smoke"                    # dlperf (default) or smoke
@@ -24,11 +25,13 @@ Example::
     repeats = 3                         # optional overrides of the preset
     skip = 2
     measure = 5
+    timeout_s = 600                     # --timeout
+    no_output_timeout_s = 120           # --no-output-timeout
     device = "cpu"
     [sweep.set]                         # --set options for every config that accepts them;
     threads = ["1", "2"]                # a list is one more matrix dimension
-    [sweep.loadgen]                     # LoadGen's test settings for every scenario config
-    min_duration_s = 10
+    [sweep.loadgen]                     # LoadGen's test settings for every scenario config,
+    min_duration_s = 10                 # named as run's options: target_qps, min_query_count...
     [sweep.python]                      # --python per framework: measure that interpreter's
     pytorch = "/opt/conda/bin/python"   # own install instead of a built env
 """
@@ -38,24 +41,12 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Annotated, Any, Literal, TypeVar
+from typing import IO, Any
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    FilePath,
-    Strict,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    ValidationError,
-)
+from pydantic import BaseModel, ConfigDict, FilePath, ValidationError, create_model
 
 from dlperf import DlperfError
 from dlperf.adapters import get_adapter
@@ -67,20 +58,10 @@ from dlperf.files import (
     try_lock,
 )
 from dlperf.identity import describe, identity_of, spec_key, this_machine
-from dlperf.models import PRESETS, get_model, preset_values
-from dlperf.official.manifest import PROFILES
+from dlperf.models import PresetValues, get_model, preset_values
 from dlperf.runner import PreparedRun, prepare_run
-from dlperf.schema import (
-    DEVICES,
-    IMPLS,
-    MODES,
-    PRECISIONS,
-    SCENARIOS,
-    BenchmarkSpec,
-    Repeat,
-    Result,
-)
-from dlperf.spec import resolve_spec
+from dlperf.schema import BenchmarkSpec, Repeat, Result
+from dlperf.spec_options import SWEEP_KEYS, SweepCell, option_overrides, resolve_overrides
 from dlperf.store import ResultStore
 
 if sys.version_info >= (3, 11):
@@ -92,66 +73,34 @@ STATE_FILE = "sweep-state.json"
 LOCK_FILE = "sweep.lock"
 
 
-def _one_or_many(value: Any) -> Any:
-    """A single value where a list is expected is a list of one: `xla = true`."""
-    return value if isinstance(value, list) else [value]
-
-
-def _node_shape(text: str) -> tuple[int, int]:
-    try:
-        nodes, devices = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"node shape {text!r} must look like 1x1 (nodes x devices)") from None
-    return nodes, devices
-
-
-T = TypeVar("T")
-# A TOML value or a list of them, never an empty list (it would make the matrix empty).
-Many = Annotated[list[T], BeforeValidator(_one_or_many), Field(min_length=1)]
-
-
-def _set_value(value: Any) -> str:
-    """A [sweep.set] value: text, or a number written as its text (never a boolean: a
-    workload's switches are 0 and 1)."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError('a workload option is text or a number, such as "NHWC", 1 or 20.5')
-    return str(value)
-
-
-SetValue = Annotated[str, BeforeValidator(_set_value)]
-
-
-class SweepFile(BaseModel):
-    """The [sweep] table: every key, the type of its value and its default, declared once.
-    Values keep their TOML types: `xla = "no"` is refused, not read as true. Ranges and names
-    are checked where a single run's are (`resolve_spec`), so a sweep and `dlperf run` agree."""
-
+class _Table(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    preset: Literal[PRESETS] = "dlperf"
-    frameworks: Many[StrictStr]
-    models: Many[StrictStr]
-    precisions: Many[Literal[PRECISIONS]] = ["fp32"]
-    xla: Many[StrictBool] = [False]
-    batch_sizes: Many[StrictInt] | None = None  # default: the preset's
-    node_shapes: Many[Annotated[StrictStr, AfterValidator(_node_shape)]] = [(1, 1)]
-    repeats: StrictInt | None = None
-    skip: StrictInt | None = None
-    measure: StrictInt | None = None
-    device: Literal[DEVICES] | None = None
-    timeout_s: Annotated[float, Strict()] | None = None
-    no_output_timeout_s: Annotated[float, Strict()] | None = None
-    modes: Many[Literal[MODES]] = ["train"]
-    impls: Many[Literal[IMPLS]] | None = None  # default: ootb, micro for microbenchmarks
-    profiles: Many[Literal[PROFILES]] | None = None  # official configs only; default: current
-    image_sizes: Many[StrictInt] | None = None  # applies to image models; default: the preset's
-    seq_lens: Many[StrictInt] | None = None  # applies to sequence models
-    scenarios: Many[Literal[(*SCENARIOS, "none")]] | None = None  # inference configs only
-    loadgen: dict[str, Annotated[float, Strict()] | StrictInt] = {}
-    set: dict[str, Many[SetValue]] = {}
-    python: dict[str, FilePath] = {}
+
+def _sweep_file() -> type[BaseModel]:
+    """The [sweep] table's model: a field per key of the spec options' table (`SWEEP_KEYS`, a
+    "table.key" one in a model of its own [sweep.table]), and `python`."""
+    tables: dict[str, dict[str, Any]] = {"": {}}
+    for name, (key, _) in SWEEP_KEYS.items():
+        table, _, sub = name.rpartition(".")
+        tables.setdefault(table, {})[sub] = (key.annotation(), key.default)
+    fields = tables.pop("")
+    for table, keys in tables.items():
+        model = create_model(f"Sweep{table.title()}", __base__=_Table, **keys)
+        fields[table] = (model, model())
+    return create_model(
+        "SweepFile",
+        __base__=_Table,
+        __doc__="The [sweep] table: every key, the type of its value and its default. Values "
+        'keep their TOML types: `xla = "no"` is refused, not read as true. Ranges and names '
+        "are checked where a single run's are (`resolve_spec`), so a sweep and `dlperf run` "
+        "agree.",
+        **fields,
+        python=(dict[str, FilePath], {}),  # --python per framework: not a spec setting
+    )
 
 
+SweepFile = _sweep_file()
 KEYS = frozenset(SweepFile.model_fields)
 
 
@@ -191,8 +140,11 @@ def _problem(error: Any) -> str:
     loc = error["loc"]
     where = ".".join(str(x) for x in loc if not isinstance(x, int))
     kind, msg = error["type"], error["msg"].removeprefix("Value error, ")
-    if kind == "extra_forbidden":
-        return f"unknown key(s) {where}; known: {', '.join(sorted(KEYS))}"
+    if kind == "extra_forbidden":  # every unknown key of one table, in one line
+        table = ".".join(str(x) for x in loc[:-1])
+        model = SweepFile.model_fields[table].annotation if table else SweepFile
+        known = sorted(f"{table}.{k}" if table else k for k in model.model_fields)
+        return f"unknown key(s) {loc[-1]}; known: {', '.join(known)}"
     if kind == "missing":
         return f"{where} is missing: a sweep needs at least one framework and one model"
     if kind == "too_short":
@@ -203,9 +155,27 @@ def _problem(error: Any) -> str:
         "float_type": ": write a number, without quotes",
         "string_type": ': write it in quotes, such as "1"',
         "dict_type": ": write it as a table, such as [sweep.set] followed by KEY = VALUE lines",
+        "model_type": ": write it as a table, such as [sweep.loadgen] followed by KEY = VALUE "
+        "lines",
         "path_not_file": ": give the path of an existing Python interpreter",
     }.get(kind, "")
     return f"{where} = {_toml(error['input'])}: {msg}{hint}"
+
+
+def _overrides(given: dict[str, Any], shape: PresetValues) -> dict[str, Any]:
+    """The overrides of one configuration of the matrix, from its value of each key. A key that
+    does not apply to it (`SweepKey.applies`) leaves it as it is: the same configuration then
+    comes up more than once, and is kept once."""
+
+    def option_values(names: Iterable[str]) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name in names:
+            values.update(SWEEP_KEYS[name][1].sweep_values(given[name]))
+        return values
+
+    present = [name for name, value in given.items() if value is not None]
+    cell = SweepCell(shape, option_overrides(option_values(present)))
+    return option_overrides(option_values(n for n in present if SWEEP_KEYS[n][0].applies_to(cell)))
 
 
 def expand(table: dict[str, Any]) -> SweepPlan:
@@ -214,9 +184,13 @@ def expand(table: dict[str, Any]) -> SweepPlan:
         sweep = SweepFile.model_validate(table)
     except ValidationError as exc:
         errors = exc.errors()
-        extra = [str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden"]
-        if extra:  # typos first, all in one line
-            errors = [{"type": "extra_forbidden", "loc": (", ".join(extra),), "msg": ""}]
+        extra: dict[tuple, list[str]] = {}  # table -> its unknown keys: typos first, one line
+        for e in errors:
+            if e["type"] == "extra_forbidden":
+                extra.setdefault(e["loc"][:-1], []).append(".".join(map(str, e["loc"])))
+        if extra:
+            errors = [{"type": "extra_forbidden", "loc": (*loc, ", ".join(keys)), "msg": ""}
+                      for loc, keys in extra.items()]  # fmt: skip
         raise DlperfError("[sweep] " + "; ".join(_problem(e) for e in errors)) from None
     for name in SweepFile.model_fields:
         values = getattr(sweep, name)
@@ -245,15 +219,21 @@ def expand(table: dict[str, Any]) -> SweepPlan:
         )
     set_keys = sorted(sweep.set)
     set_values = [[str(v) for v in sweep.set[k]] for k in set_keys]
+    # Each key's values (a list key's list, any other key's one value): the matrix is their
+    # product; a [sweep.set] key given as a list is one more dimension.
+    dimensions = {}
+    for name, (key, _) in SWEEP_KEYS.items():
+        value = sweep
+        for part in name.split("."):
+            value = getattr(value, part)
+        dimensions[name] = value if key.many and value is not None else [value]
+    dimensions["set"] = [dict(zip(set_keys, chosen, strict=True))
+                         for chosen in itertools.product(*set_values)]  # fmt: skip
     plan = SweepPlan([], pythons={k: v.expanduser() for k, v in sweep.python.items()})
     specs: dict[tuple, BenchmarkSpec] = {}
-    for (fw, model, precision, xla, batch, (nodes, devices), chosen, mode, impl, image, seq, lg,
-         profile) in itertools.product(
-            sweep.frameworks, sweep.models, sweep.precisions, sweep.xla,
-            sweep.batch_sizes or [None], sweep.node_shapes, itertools.product(*set_values),
-            sweep.modes, sweep.impls or [None], sweep.image_sizes or [None],
-            sweep.seq_lens or [None], sweep.scenarios or [None], sweep.profiles or [None],
-    ):  # fmt: skip
+    for chosen in itertools.product(*dimensions.values()):
+        given = dict(zip(dimensions, chosen, strict=True))
+        fw, model, impl = given["frameworks"], given["models"], given["impls"]
         if (fw, model) not in declared:
             plan.skipped.append(f"{fw} has no {model}")
             continue
@@ -261,41 +241,16 @@ def expand(table: dict[str, Any]) -> SweepPlan:
         if impl is not None and (impl == "micro") != micro:
             plan.skipped.append(f"{model} does not run with impl {impl}")
             continue
-        # A dimension that does not apply to a configuration leaves it as it is (the same
-        # configuration then comes up more than once, and is kept once).
-        shape = preset_values(model, sweep.preset)
-        scenario = lg if mode == "infer" and lg != "none" else None
-        options = dict(zip(set_keys, chosen, strict=True))
-        overrides = {
-            "precision": precision,
-            "xla": xla,
-            "batch_size": batch,
-            "nodes": nodes,
-            "devices_per_node": devices,
-            "device": sweep.device,
-            "repeats": sweep.repeats,
-            "skip": sweep.skip,
-            "measure": sweep.measure,
-            "timeout_s": sweep.timeout_s,
-            "no_output_timeout_s": sweep.no_output_timeout_s,
-            "options": {k: v for k, v in options.items() if k in declared[fw, model]} or None,
-            "mode": mode if mode != "train" else None,
-            "impl": impl,
-            "image_size": image if shape.image_size is not None else None,
-            "seq_len": seq if shape.seq_len is not None else None,
-            "scenario": scenario,
-            "loadgen": {k: float(v) for k, v in sweep.loadgen.items()} if scenario else None,
-            "profile": profile if impl == "official" else None,
-        }
-        overrides = {k: v for k, v in overrides.items() if v is not None}
+        given["set"] = {k: v for k, v in given["set"].items() if k in declared[fw, model]}
+        overrides = _overrides(given, preset_values(model, sweep.preset))
         if impl == "official":
             try:
-                spec = resolve_spec(fw, model, preset=sweep.preset, overrides=overrides)
+                spec = resolve_overrides(overrides)
             except DlperfError as exc:  # no official implementation of this pair
                 plan.skipped.append(f"{fw} {model} official: {exc}")
                 continue
         else:
-            spec = resolve_spec(fw, model, preset=sweep.preset, overrides=overrides)
+            spec = resolve_overrides(overrides)
         specs.setdefault(spec_key(spec), spec)
     plan.specs = list(specs.values())
     if not plan.specs:

@@ -14,7 +14,7 @@ from rich.markup import escape as esc
 from typer.exceptions import TyperException
 
 from dlperf import DlperfError, __version__
-from dlperf.cli import checks, env, results, run, sources
+from dlperf.cli import checks, env, results, run, run_options, sources
 from dlperf.cli.render import console, err, show_warning
 
 app = typer.Typer(
@@ -52,7 +52,7 @@ app.command("list")(env.list_cmd)
 env_app.command("create")(env.env_create)
 env_app.command("list")(env.env_list)
 env_app.command("remove")(env.env_remove)
-app.command()(run.run)
+app.command(cls=run_options.RunCommand)(run.run)
 app.command()(run.sweep)
 app.command("check-models")(checks.check_models_cmd)
 sources_app.command("list")(sources.sources_list)

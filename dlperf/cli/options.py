@@ -1,6 +1,6 @@
 """Every option and argument of the command line, declared once: a command names its
 parameters with these types, so two commands that take the same option share its help text,
-metavar and parser."""
+metavar and parser. `dlperf run`'s are in `run_options`, made from the spec options' table."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from dlperf.launch import LAUNCHERS
-from dlperf.models import PRESETS
-from dlperf.schema import DEVICES, IMPLS, MODES, SCENARIOS
+from dlperf.schema import DEVICES, IMPLS
+from dlperf.spec_options import OPTIONS
 
 
 def path_parser(
@@ -49,7 +48,9 @@ def path_parser(
     return parse
 
 
-def _file(help: str, *, exists: bool = False, executable: bool = False) -> typer.models.OptionInfo:
+def file_option(
+    help: str, *, exists: bool = False, executable: bool = False
+) -> typer.models.OptionInfo:
     parser = path_parser("file", exists=exists, executable=executable)
     return typer.Option(parser=parser, metavar="FILE", help=help)
 
@@ -79,104 +80,14 @@ SourcesDir = Annotated[
         "`run` takes it with --impl official only).",
     ),
 ]
-OutFile = Annotated[Path | None, _file("Write here instead of stdout.")]
+OutFile = Annotated[Path | None, file_option("Write here instead of stdout.")]
 ManifestNames = Annotated[list[str] | None, typer.Argument(help="Manifests (default: all).")]
 
-# ---------------------------------------------------------------- run
-# `dlperf parse` has options of the same names whose help differs (their default is read from
-# the log's path): they are declared below, with the other parse options.
-
-Framework = Annotated[str, typer.Argument(help="e.g. pytorch, calibration")]
-Model = Annotated[str, typer.Argument(help="e.g. resnet50, bert, pace")]
-Preset = Annotated[Literal[PRESETS], typer.Option(help="dlperf (DLPerf's settings) or smoke.")]
-Device = Annotated[Literal[DEVICES], typer.Option(help="cpu or cuda.")]
-BatchSize = Annotated[int | None, typer.Option(help="Batch size per device.")]
-Amp = Annotated[bool, typer.Option("--amp", help="Mixed precision.")]
-Xla = Annotated[bool, typer.Option("--xla", help="Graph compiler (torch.compile...).")]
-ImageSize = Annotated[int | None, typer.Option(help="Image side (ResNet).")]
-SeqLen = Annotated[int | None, typer.Option(help="Sequence length (BERT).")]
-Skip = Annotated[int | None, typer.Option(help="Iterations skipped before the window.")]
-Measure = Annotated[int | None, typer.Option(help="Iterations in the window.")]
-Repeats = Annotated[int | None, typer.Option(help="Repeats (separate processes).")]
-Nodes = Annotated[int | None, typer.Option(help="Nodes.")]
-DevicesPerNode = Annotated[int | None, typer.Option(help="Devices per node.")]
-Sets = Annotated[
-    list[str] | None, typer.Option("--set", help="Workload option KEY=VALUE (repeatable).")
-]
-Timeout = Annotated[float | None, typer.Option(help="Seconds per repeat, total.")]
-NoOutputTimeout = Annotated[
-    float | None, typer.Option(help="Seconds without output before a repeat is 'hung'.")
-]
-RebuildEnv = Annotated[bool, typer.Option(help="Rebuild the environment first.")]
-RunJson = Annotated[bool, typer.Option("--json", help="Print the stored result JSON.")]
-RunImpl = Annotated[
-    Literal[IMPLS] | None,
-    typer.Option(
-        help="ootb (dlperf's own workload, the default), official (upstream's script) or "
-        "micro (the microbenchmarks: linear, embeddingbag; their default)."
-    ),
-]
-Profile = Annotated[
-    Literal["current", "dlperf-2020"] | None,
-    typer.Option(
-        help="Official manifests' profile: current (default; recent upstream commits and "
-        "stacks) or dlperf-2020 (DLPerf's commits and stacks: its reproduction)."
-    ),
-]
-RunSource = Annotated[
-    str | None, typer.Option(help="Which official manifest (default: the pair's default).")
-]
-Mode = Annotated[Literal[MODES], typer.Option(help="train, or infer (eval, no gradients).")]
-LatencyTarget = Annotated[
-    float | None, typer.Option(help="Inference: p95 batch latency goal; a miss is marked.")
-]
-Scenario = Annotated[
-    Literal[SCENARIOS] | None,
-    typer.Option(help="MLPerf LoadGen scenario: offline, server, singlestream, multistream."),
-]
-TargetQps = Annotated[
-    float | None, typer.Option(help="LoadGen: expected (Offline) or offered (Server) QPS.")
-]
-TargetLatency = Annotated[
-    float | None, typer.Option(help="LoadGen: Server latency bound / streams' expected.")
-]
-MinDuration = Annotated[float | None, typer.Option(help="LoadGen: min test time.")]
-MaxDuration = Annotated[float | None, typer.Option(help="LoadGen: max test time.")]
-MinQueries = Annotated[int | None, typer.Option(help="LoadGen: minimum queries.")]
-MaxQueries = Annotated[int | None, typer.Option(help="LoadGen: maximum queries.")]
-SamplesPerQuery = Annotated[
-    int | None, typer.Option(help="LoadGen MultiStream: samples per query (default 8).")
-]
-Hosts = Annotated[
-    str | None, typer.Option(help="Comma-separated node addresses, node 0 (master) first.")
-]
-DataDir = Annotated[
-    str, typer.Option(help="With --impl official: a dataset folder, for upstreams that need one.")
-]
-DryRun = Annotated[
-    bool, typer.Option("--dry-run", help="Print each node's command line; run nothing.")
-]
-Launcher = Annotated[
-    Literal[LAUNCHERS],
-    typer.Option(
-        help="local (every node on this host), ssh (one ssh per host; options from "
-        "$DLPERF_SSH), slurm (srun in this allocation) or mpirun."
-    ),
-]
-Sbatch = Annotated[
-    Path | None, _file("Write a Slurm batch script that runs this command; run nothing.")
-]
-Python = Annotated[
-    Path | None,
-    _file(
-        "Measure this interpreter's own install of the framework (an NGC container's, "
-        "a conda env's) instead of an env dlperf builds; it is probed, never changed.",
-        exists=True,
-        executable=True,
-    ),
-]
-
 # ---------------------------------------------------------------- parse
+
+# --profile as `run` takes it (`dlperf.spec_options`), in the default panel; sources' too
+_PROFILE = OPTIONS["profile"]
+Profile = Annotated[_PROFILE.cli_type, typer.Option(help=_PROFILE.help)]
 
 LogSource = Annotated[
     str, typer.Argument(help="A framework (then MODEL PATH...), or mlperf / fambench.")
@@ -269,13 +180,13 @@ ExportFormat = Annotated[
         "parquet needs pyarrow and --out; json is an array of the rows as objects).",
     ),
 ]
-Freeze = Annotated[Path | None, _file("Write these results' medians as the reference here.")]
+Freeze = Annotated[Path | None, file_option("Write these results' medians as the reference here.")]
 Reference = Annotated[
-    Path | None, _file("Score these results against this reference (= 1000).", exists=True)
+    Path | None, file_option("Score these results against this reference (= 1000).", exists=True)
 ]
 Hierarchy = Annotated[
     Path | None,
-    _file(
+    file_option(
         "Weight by this hierarchy: TorchBench V0's score.yml (domain -> task -> model); "
         "default: the catalog's placement, frozen into the reference.",
         exists=True,
@@ -290,7 +201,7 @@ Candidate = Annotated[Path, _existing("B", "Candidate: a results folder or a res
 Threshold = Annotated[
     float, typer.Option(help="Smallest change that counts, a fraction in [0, 1).")
 ]
-MarkdownOut = Annotated[Path | None, _file("Also write the Markdown table here.")]
+MarkdownOut = Annotated[Path | None, file_option("Also write the Markdown table here.")]
 ScoreJson = Annotated[
     bool,
     typer.Option(

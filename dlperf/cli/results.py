@@ -108,17 +108,13 @@ def parse(
         if not runs.runs(args[0]):
             known = ", ".join([*runs.models, *runs.micro_models])
             raise DlperfError(f"{what} has no model {args[0]!r}; its models: {known}")
-        overrides = {
-            "batch_size": batch_size,
-            "nodes": nodes,
-            "devices_per_node": devices_per_node,
-            "precision": None if amp is None else ("amp" if amp else "fp32"),
-            "device": device,
-            "skip": skip,
-            "measure": measure,
-            "source": source,
+        from dlperf.spec_options import option_overrides
+
+        overrides = option_overrides({  # as `dlperf run` takes them; None: read from the path
+            "batch_size": batch_size, "nodes": nodes, "devices_per_node": devices_per_node,
+            "amp": amp, "device": device, "skip": skip, "measure": measure, "source": source,
             "profile": profile,
-        }
+        })  # fmt: skip
         imported = import_logs(
             what,
             args[0],

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape as esc
 
 import dlperf.cli.options as o
-from dlperf import DlperfError
+import dlperf.cli.run_options as ro
 from dlperf.cli.render import (
     console,
     err,
@@ -23,99 +24,33 @@ from dlperf.cli.render import (
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
 
-
-def parse_sets(items: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = (part.strip() for part in item.partition("="))
-        if not sep or not key:
-            raise DlperfError(f"--set expects KEY=VALUE, got {item!r}")
-        if key in out and out[key] != value:
-            raise DlperfError(f"--set {key} is given twice ({out[key]}, {value}); give it once")
-        out[key] = value
-    return out
+if TYPE_CHECKING:  # the CLI imports the core when a command runs
+    from dlperf.schema import BenchmarkSpec
+    from dlperf.spec import OfficialOptions
 
 
+@ro.with_spec_options
 def run(
-    framework: o.Framework,
-    model: o.Model,
-    preset: o.Preset = "dlperf",
-    batch_size: o.BatchSize = None,
-    amp: o.Amp = False,
-    xla: o.Xla = False,
-    device: o.Device = "cpu",
-    image_size: o.ImageSize = None,
-    seq_len: o.SeqLen = None,
-    skip: o.Skip = None,
-    measure: o.Measure = None,
-    repeats: o.Repeats = None,
-    nodes: o.Nodes = None,
-    devices_per_node: o.DevicesPerNode = None,
-    set_: o.Sets = None,
-    timeout: o.Timeout = None,
-    no_output_timeout: o.NoOutputTimeout = None,
-    results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
-    rebuild_env: o.RebuildEnv = False,
-    json_out: o.RunJson = False,
-    impl: o.RunImpl = None,
-    source: o.RunSource = None,
-    profile: o.Profile = None,
-    mode: o.Mode = "train",
-    latency_target_ms: o.LatencyTarget = None,
-    scenario: o.Scenario = None,
-    target_qps: o.TargetQps = None,
-    target_latency_ms: o.TargetLatency = None,
-    min_duration_s: o.MinDuration = None,
-    max_duration_s: o.MaxDuration = None,
-    min_query_count: o.MinQueries = None,
-    max_query_count: o.MaxQueries = None,
-    samples_per_query: o.SamplesPerQuery = None,
-    sources_dir: o.SourcesDir = None,
-    hosts: o.Hosts = None,
-    data_dir: o.DataDir = "",
-    dry_run: o.DryRun = False,
-    launcher: o.Launcher = "local",
-    sbatch: o.Sbatch = None,
-    python: o.Python = None,
+    *,
+    results_dir: ro.RunResultsDir = DEFAULT_RESULTS_DIR,
+    json_out: ro.RunJson = False,
+    dry_run: ro.DryRun = False,
+    hosts: ro.Hosts = None,
+    launcher: ro.Launcher = "local",
+    sbatch: ro.Sbatch = None,
+    sources_dir: ro.RunSourcesDir = None,
+    data_dir: ro.DataDir = "",
+    python: ro.Python = None,
+    rebuild_env: ro.RebuildEnv = False,
+    **spec_options: Any,
 ) -> None:
     """Run one benchmark: every repeat in its own process, median of the repeats."""
     from dlperf.launch import JobLaunch
     from dlperf.runner import RunCallbacks, run_benchmark
-    from dlperf.spec import OfficialOptions, resolve_spec
+    from dlperf.spec import OfficialOptions
+    from dlperf.spec_options import option_overrides, resolve_overrides
 
-    loadgen = {
-        "target_qps": target_qps,
-        "target_latency_ms": target_latency_ms,
-        "min_duration_s": min_duration_s,
-        "max_duration_s": max_duration_s,
-        "min_query_count": min_query_count,
-        "max_query_count": max_query_count,
-        "samples_per_query": samples_per_query,
-    }
-    overrides = {
-        "batch_size": batch_size,
-        "precision": "amp" if amp else None,
-        "xla": xla or None,
-        "device": device,
-        "image_size": image_size,
-        "seq_len": seq_len,
-        "skip": skip,
-        "measure": measure,
-        "repeats": repeats,
-        "nodes": nodes,
-        "devices_per_node": devices_per_node,
-        "options": parse_sets(set_ or []) or None,
-        "timeout_s": timeout,
-        "no_output_timeout_s": no_output_timeout,
-        "impl": impl,
-        "source": source,
-        "profile": profile,
-        "mode": mode if mode != "train" else None,
-        "latency_target_ms": latency_target_ms,
-        "scenario": scenario,
-        "loadgen": {k: v for k, v in loadgen.items() if v is not None} or None,
-    }
-    spec = resolve_spec(framework, model, preset=preset, overrides=overrides)
+    spec = resolve_overrides(option_overrides(spec_options))
     official = OfficialOptions(sources_dir=sources_dir, data_dir=data_dir)
     official.check(spec)
     launch = JobLaunch(launcher, tuple(h.strip() for h in (hosts or "").split(",") if h.strip()))
@@ -179,38 +114,26 @@ def run(
 
 
 def run_argv(
-    spec, results_dir: Path, official, hosts: tuple[str, ...], python: Path | None = None
+    spec: BenchmarkSpec,
+    results_dir: Path,
+    official: OfficialOptions,
+    hosts: tuple[str, ...],
+    python: Path | None = None,
 ) -> list[str]:
-    """The `dlperf run` command (with --launcher slurm) that measures exactly `spec`."""
-    argv = [sys.executable, "-m", "dlperf", "run", spec.framework, spec.model]
-    argv += ["--batch-size", str(spec.batch_size), "--device", spec.device]
-    argv += ["--nodes", str(spec.nodes), "--devices-per-node", str(spec.devices_per_node)]
-    argv += ["--skip", str(spec.skip), "--measure", str(spec.measure)]
-    argv += ["--repeats", str(spec.repeats), "--impl", spec.impl]
-    argv += ["--timeout", f"{spec.timeout_s:g}"]
-    argv += ["--no-output-timeout", f"{spec.no_output_timeout_s:g}"]
+    """The `dlperf run` command (with --launcher slurm) that measures exactly `spec`: its
+    settings from the spec options' table, then where it stores and runs."""
+    from dlperf.spec_options import spec_argv
+
+    argv = [sys.executable, "-m", "dlperf", "run", *spec_argv(spec)]
     argv += ["--results-dir", str(results_dir.resolve())]
-    argv += ["--amp"] if spec.precision == "amp" else []
-    argv += ["--xla"] if spec.xla else []
-    optional = {
-        "--preset": spec.preset,
-        "--mode": spec.mode if spec.mode != "train" else None,
-        "--latency-target-ms": spec.latency_target_ms,
-        "--scenario": spec.scenario,
-        **{f"--{k.replace('_', '-')}": f"{v:g}" for k, v in spec.loadgen.items()},
-        "--image-size": spec.image_size,
-        "--seq-len": spec.seq_len,
-        "--source": spec.source,
-        "--data-dir": official.data_dir,
-        "--sources-dir": official.sources_dir,
-        "--hosts": ",".join(hosts),
-        "--python": python,
-    }
-    for flag, value in optional.items():
+    for flag, value in (
+        ("--data-dir", official.data_dir),
+        ("--sources-dir", official.sources_dir),
+        ("--hosts", ",".join(hosts)),
+        ("--python", python),
+    ):
         if value:
             argv += [flag, str(value)]
-    for key, value in sorted({**spec.options, **spec.practice}.items()):
-        argv += ["--set", f"{key}={value}"]
     return [*argv, "--launcher", "slurm"]
 
 
