@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf import DlperfError
-from dlperf.identity import differences, identity_of, machine_of, settings_label
+from dlperf.identity import describe, differences, identity_of, machine_of, settings_label
 from dlperf.resultio import load_result
 from dlperf.rows import metric_values, result_row
 from dlperf.schema import Result
@@ -100,11 +100,7 @@ def check_threshold(threshold: float) -> None:
 
 
 def _name(result: Result) -> str:
-    settings = identity_of(result).settings
-    return (
-        f"{identity_of(result).benchmark} on {machine_of(result).label} "
-        f"[{settings_label(dict(settings))}]"
-    )
+    return f"{describe(result.spec)} on {machine_of(result).label}"
 
 
 def pair(

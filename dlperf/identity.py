@@ -147,9 +147,12 @@ def spec_key(spec: BenchmarkSpec) -> tuple[str, tuple[tuple[str, str], ...]]:
 
 
 def describe(spec: BenchmarkSpec) -> str:
-    """A spec's name in a terminal line: its benchmark id, and its settings in brackets."""
-    settings = settings_of(spec)
-    return benchmark_id(spec) + (f" [{settings_label(settings)}]" if settings else "")
+    """A spec's name in a terminal line or a table: its benchmark id, the parameters its hash
+    stands for in parentheses, its settings in brackets."""
+    parameters, settings = parameters_of(spec), settings_of(spec)
+    text = benchmark_id(spec)
+    text += f" ({settings_label(parameters)})" if parameters else ""
+    return text + (f" [{settings_label(settings)}]" if settings else "")
 
 
 def legacy_config_key(spec: BenchmarkSpec) -> str:
