@@ -205,6 +205,10 @@ class Machine:
         """8 hex digits of the fingerprint; "unknown" when nothing about it was recorded."""
         return _digest(asdict(self), 8) if self.known else "unknown"
 
+    def matches(self, wanted: str) -> bool:
+        """Whether `wanted` names this machine: its id, or a piece of its label (any case)."""
+        return wanted == self.id or wanted.lower() in self.label.lower()
+
     @property
     def label(self) -> str:
         """The machine in words: "AMD EPYC 7B13, 2 CPUs", "8 x NVIDIA H200 140 GiB, Intel Xeon

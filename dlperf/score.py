@@ -79,8 +79,7 @@ def one_machine(results: list[Result], wanted: str | None = None) -> tuple[list[
     a piece of its label); a DlperfError listing the machines otherwise."""
     machines = {machine_of(r).id: machine_of(r) for r in results}
     if wanted is not None:
-        machines = {k: m for k, m in machines.items()
-                    if wanted == k or wanted.lower() in m.label.lower()}  # fmt: skip
+        machines = {k: m for k, m in machines.items() if m.matches(wanted)}
     if len(machines) != 1:
         listed = "; ".join(f"{k} ({m.label})" for k, m in sorted(machines.items()))
         what = (
