@@ -44,6 +44,7 @@ from dlperf.stats import (
 from dlperf.superbench import SUITE as SUPERBENCH
 from dlperf.superbench import superbench_stats
 from dlperf.system import BUSY_SHARE  # the share of the CPUs that makes a machine busy
+from dlperf.telemetry import MISSING
 
 # Workload facts that must agree across repeats before their numbers may share a median (with
 # the digest of the interpreter's installed distributions, Repeat.env_digest).
@@ -181,9 +182,10 @@ def imported_environment(
 
 def samples_per_joule(repeat: Repeat) -> float | None:
     """The window's samples per joule the sampled devices used over it; None without an
-    energy over the window itself."""
+    energy over the window itself (a file stored before implausible energy was refused may
+    hold a negative one: no number either)."""
     t = repeat.telemetry
-    if not repeat.window or t is None or t.span != "window" or not t.energy_j:
+    if not repeat.window or t is None or t.span != "window" or not t.energy_j or t.energy_j < 0:
         return None
     return repeat.window.samples / t.energy_j
 
@@ -206,6 +208,19 @@ def throttle_warnings(ok: list[Repeat]) -> list[str]:
         f"{', '.join(str(r.index) for r in hit)} ({', '.join(reasons)}): the numbers may be "
         f"low; check cooling and power limits (nvidia-smi -q -d PERFORMANCE)"
         + (f"; {detail}" if detail else "")
+    ]
+
+
+def missing_telemetry_warnings(ok: list[Repeat]) -> list[str]:
+    """One warning naming the repeats whose telemetry is missing because a sensor hung."""
+    hit = [r for r in ok if r.telemetry and (r.telemetry.energy_note or "").startswith(MISSING)]
+    if not hit:
+        return []
+    first = hit[0].telemetry.energy_note.removeprefix(MISSING)
+    return [
+        f"telemetry missing for repeat(s) {', '.join(str(r.index) for r in hit)}: {first}; "
+        "the throughputs are unaffected (check the GPU driver with nvidia-smi, or the powercap "
+        "files under /sys/class/powercap)"
     ]
 
 
@@ -273,6 +288,7 @@ def build_result(
             )
         samples_per_joule = median_samples_per_joule(ok)
         warnings += throttle_warnings(ok)
+        warnings += missing_telemetry_warnings(ok)
         step_means = [
             1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step)
             for r in ok

@@ -59,7 +59,8 @@ class PreparedRun:
         base_env = self.env.run_env() if self.env else dict(os.environ)
         meter = system.LoadMeter()
         windows: list[telemetry.WindowTimes] = []
-        with telemetry.sampling(self._telemetry_source(base_env)) as sampler:
+        kind = telemetry.source_kind(self.spec.device)
+        with telemetry.sampling(self._telemetry_source(base_env), kind) as sampler:
             if not self.plan.launch.is_job:
                 repeat = run_single_process(
                     self.plan, index, base_env, self.raw_dir, on_window=windows.append
@@ -80,20 +81,21 @@ class PreparedRun:
             }
         )
 
-    def _telemetry_source(self, base_env: dict[str, str]) -> telemetry.Source:
-        """What to sample: this host's devices, when the workload runs on this host. A remote
-        launcher's nodes are not sampled: their telemetry says so."""
+    def _telemetry_source(self, base_env: dict[str, str]) -> Callable[[], telemetry.Source]:
+        """How to open what to sample (the sampler opens it in its own thread, with a deadline:
+        NVML's init can hang too): this host's devices, when the workload runs on this host. A
+        remote launcher's nodes are not sampled: their telemetry says so."""
         launch, spec = self.plan.launch, self.spec
         if launch.remote:
-            return telemetry.UnavailableSource(
-                spec.device,
+            why = (
                 f"not sampled: the {launch.launcher} launcher runs the nodes on other hosts, "
-                "and dlperf samples only the host it runs on",
+                "and dlperf samples only the host it runs on"
             )
+            return lambda: telemetry.UnavailableSource(spec.device, why)
         gpus = telemetry.gpus_on_this_host(
             spec.device, spec.devices_per_node, spec.nodes, launch.launcher
         )
-        return telemetry.job_source(spec.device, gpus, base_env)
+        return lambda: telemetry.job_source(spec.device, gpus, base_env)
 
     def finish(self, results_dir: Path, repeats: list[Repeat]) -> tuple[Result, Path]:
         job = self.plan.launch.job_info(self.spec)

@@ -222,6 +222,7 @@ ENV_NAMES: frozenset[str] = frozenset(
         "DLPERF_HOME",
         "DLPERF_MANIFESTS",
         "DLPERF_PATCHES",
+        "DLPERF_POWERCAP",  # the RAPL tree the energy was read from
     }
 )
 

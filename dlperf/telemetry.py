@@ -12,8 +12,17 @@ Sources:
   job uses; energy from each GPU's total-energy counter (mJ, Volta and newer), else the
   integral of the sampled power over the window.
 - CPUs through psutil (machine-wide utilization, current frequency, memory used) and RAPL's
-  package energy counters from the powercap interface (``/sys/class/powercap/intel-rapl:N``),
-  unwrapped at ``max_energy_range_uj``. Where RAPL cannot be read, ``energy_note`` says why.
+  package energy counters from the powercap interface (``/sys/class/powercap/intel-rapl:N``,
+  or ``$DLPERF_POWERCAP`` where a container mounts the host's tree elsewhere), unwrapped at
+  ``max_energy_range_uj``. Where RAPL cannot be read, ``energy_note`` says why. A counter that
+  goes backwards is a wraparound only when the energy it implies is plausible: a reset (the
+  driver reloaded, ``max_energy_range_uj`` of 0) or energy above the package's power limit
+  (``constraint_N_power_limit_uw``) makes the repeat's energy invalid, with a note, never a
+  wrong or negative number.
+
+Sensors are read with a deadline: a hung NVML call or sensor file (`READ_DEADLINE_S`) is
+abandoned in its thread, never waited for; that repeat's telemetry is missing with a note, and
+the run goes on (the runner does not read a stuck sensor again in the same run).
 
 The window is placed on the host's clock by `place_window`: the workload's own step marks are
 ``time.monotonic()`` of the same machine (CLOCK_MONOTONIC is system-wide on Linux), which is
@@ -24,6 +33,8 @@ telemetry covers the whole repeat and says so.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -45,6 +56,19 @@ THROTTLE_CLOCK_SHARE = 0.90
 # first and last reading bracket the process; a mark outside them by more is another clock).
 CLOCK_SLACK_S = 1.0
 POWERCAP = Path("/sys/class/powercap")
+POWERCAP_ENV = "DLPERF_POWERCAP"  # another powercap tree (a container's view of the host's)
+# A sensor read (an NVML call, a RAPL file) normally takes microseconds to milliseconds; one
+# that has not returned after this long is stuck (a hung driver) and is abandoned.
+READ_DEADLINE_S = 5.0
+MISSING = "telemetry missing: "  # how a repeat's telemetry note starts when a sensor hung
+# A RAPL package without a readable power limit: no CPU package draws this much, so energy
+# implying more (a counter reset taken for a wraparound) is not believed.
+RAPL_FALLBACK_LIMIT_W = 1000.0
+# Energy is believed up to this multiple of the power limit over the span, plus this many
+# seconds at the limit (a reading's timestamp and the counter's update are not simultaneous;
+# the short-term limit lets a package exceed the long-term one for seconds).
+PLAUSIBLE_POWER_FACTOR = 2.0
+PLAUSIBLE_SLACK_S = 0.5
 
 # NVML's clock event (throttle) reason bits (nvml.h, stable across driver versions).
 NVML_REASONS = {
@@ -96,6 +120,9 @@ class Source(Protocol):
     devices: list[str]
     energy_source: str | None  # "nvml" / "rapl" where a counter or power is readable
     energy_note: str | None  # why there is no energy, when there is none
+    # The devices' power limit together (W): energy over a span implying more is not
+    # believed. None: not known.
+    power_limit_w: float | None
     note: str | None
 
     def read(self, now: float) -> tuple[DeviceReading, ...]: ...
@@ -148,6 +175,11 @@ class NvmlSource:
         self.energy_counter = bool(self.handles) and all(c is not None for c in counters)
         self.energy_source: str | None = "nvml"
         self.energy_note: str | None = None
+        limit = getattr(pynvml, "nvmlDeviceGetEnforcedPowerLimit", None)  # mW
+        limits = [_nvml_call(limit, h) if limit else None for h in self.handles]
+        self.power_limit_w: float | None = (
+            sum(limits) / 1000.0 if limits and all(x for x in limits) else None
+        )
         reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
         self._reasons = reasons or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
 
@@ -197,25 +229,75 @@ def _float(value: Any) -> float | None:
 # --------------------------------------------------------------------------------------------
 
 
+class ImplausibleEnergy(ValueError):
+    """A counter's reading implies energy no device could have used (a reset, not a wrap)."""
+
+
 @dataclass
 class RaplZone:
-    """One RAPL package counter, unwrapped: the counter restarts at 0 after max_range_uj."""
+    """One RAPL package counter, unwrapped: the counter restarts at 0 after max_range_uj.
+
+    A backwards step is taken for a wraparound only when the energy that implies fits the
+    package's power limit (`limit_w`) over the time since the previous reading; otherwise the
+    counter was reset, and `read_j` raises `ImplausibleEnergy`."""
 
     name: str
     energy_path: Path
     max_range_uj: int
+    limit_w: float = RAPL_FALLBACK_LIMIT_W
+    limit_source: str = f"no power limit readable, {RAPL_FALLBACK_LIMIT_W:g} W assumed"
     last_uj: int | None = None
+    last_time: float | None = None
     total_uj: int = 0
 
-    def read_j(self) -> float:
+    def read_j(self, now: float) -> float:
         value = int(self.energy_path.read_text().strip())
-        if self.last_uj is not None:
+        if value < 0:
+            raise ImplausibleEnergy(f"{self.name}: its counter reads {value} uJ (negative)")
+        if self.last_uj is not None and self.last_time is not None:
             delta = value - self.last_uj
-            if delta < 0:  # wrapped around
-                delta += self.max_range_uj
+            if delta < 0:
+                if self.max_range_uj <= 0:
+                    raise ImplausibleEnergy(
+                        f"{self.name}: its counter went back from {self.last_uj} to {value} uJ "
+                        "and its max_energy_range_uj is 0, so this is a counter reset, not a "
+                        "wraparound"
+                    )
+                delta += self.max_range_uj  # wrapped around, if plausible (below)
+            elapsed = max(now - self.last_time, 0.0)
+            allowed_j = self.limit_w * (PLAUSIBLE_POWER_FACTOR * elapsed + PLAUSIBLE_SLACK_S)
+            if delta / 1e6 > allowed_j:
+                raise ImplausibleEnergy(
+                    f"{self.name}: its counter went from {self.last_uj} to {value} uJ in "
+                    f"{elapsed:.3g} s, {delta / 1e6:.6g} J, more than its power limit allows "
+                    f"({self.limit_source}): a counter reset, not a wraparound"
+                )
             self.total_uj += delta
-        self.last_uj = value
+        self.last_uj, self.last_time = value, now
         return self.total_uj / 1e6
+
+
+def rapl_power_limit(package: Path) -> tuple[float, str]:
+    """(W, where it came from): the highest of the package's power limits (long- and
+    short-term constraints), else `RAPL_FALLBACK_LIMIT_W`."""
+    limits = []
+    for constraint in package.glob("constraint_*_power_limit_uw"):
+        try:
+            limits.append(int(constraint.read_text().strip()) / 1e6)
+        except (OSError, ValueError):
+            continue
+    limits = [w for w in limits if w > 0]
+    if not limits:
+        return (
+            RAPL_FALLBACK_LIMIT_W,
+            f"no power limit readable, {RAPL_FALLBACK_LIMIT_W:g} W assumed",
+        )
+    return max(limits), f"{max(limits):g} W, its highest constraint_N_power_limit_uw"
+
+
+def powercap_root() -> Path:
+    """Where the powercap tree is: $DLPERF_POWERCAP, else /sys/class/powercap."""
+    return Path(os.environ.get(POWERCAP_ENV) or POWERCAP)
 
 
 def rapl_zones(root: Path = POWERCAP) -> tuple[list[RaplZone], str | None]:
@@ -243,7 +325,8 @@ def rapl_zones(root: Path = POWERCAP) -> tuple[list[RaplZone], str | None]:
             )
         except (OSError, ValueError) as exc:
             return [], f"RAPL not readable: {energy}: {exc}"
-        zones.append(RaplZone(f"{package.name} ({name})", energy, max_range))
+        limit_w, limit_source = rapl_power_limit(package)
+        zones.append(RaplZone(f"{package.name} ({name})", energy, max_range, limit_w, limit_source))
     return zones, None
 
 
@@ -253,11 +336,12 @@ class CpuSource:
 
     kind = "cpu"
 
-    def __init__(self, powercap: Path = POWERCAP) -> None:
+    def __init__(self, powercap: Path | None = None) -> None:
         from dlperf.system import cpu_model
 
-        self.zones, self.energy_note = rapl_zones(powercap)
+        self.zones, self.energy_note = rapl_zones(powercap or powercap_root())
         self.energy_source = "rapl" if self.zones else None
+        self.power_limit_w = sum(z.limit_w for z in self.zones) if self.zones else None
         self.devices = [cpu_model()] + [z.name for z in self.zones]
         self.note: str | None = None
         self._times = psutil.cpu_times()
@@ -268,7 +352,10 @@ class CpuSource:
         energy = power = None
         if self.zones:
             try:
-                energy = sum(z.read_j() for z in self.zones)
+                energy = sum(z.read_j(now) for z in self.zones)
+            except ImplausibleEnergy as exc:  # the energy of this repeat cannot be known
+                self.zones, self.energy_source = [], None
+                self.energy_note = f"RAPL energy implausible, not stored: {exc}"
             except (OSError, ValueError) as exc:
                 self.zones, self.energy_source = [], None
                 self.energy_note = f"RAPL stopped being readable: {exc}"
@@ -317,6 +404,7 @@ class UnavailableSource:
     def __init__(self, kind: str, why: str) -> None:
         self.kind, self.devices = kind, []
         self.energy_source, self.energy_note, self.note = None, why, why
+        self.power_limit_w: float | None = None
 
     def read(self, now: float) -> tuple[DeviceReading, ...]:
         return ()
@@ -344,56 +432,140 @@ def job_source(device: str, gpus: int, env: Mapping[str, str]) -> Source:
 # --------------------------------------------------------------------------------------------
 
 
+def source_kind(device: str) -> str:
+    """The kind of source that samples a run on `device`: "cuda" (NVML) or "cpu"."""
+    return "cuda" if device == "cuda" else "cpu"
+
+
+SENSOR_NAMES = {"cuda": "NVML", "cpu": "psutil and RAPL"}
+
+
 class Sampler:
-    """Reads `source` every `period_s` in a daemon thread from `start` to `stop` (one reading
-    at each end, so a window inside the repeat is bracketed by readings)."""
+    """Reads a source every `period_s` in a daemon thread from `start` to `stop` (one reading
+    at each end, so a window inside the repeat is bracketed by readings).
+
+    The thread also opens the source (`open_source`: NVML's init, RAPL's files): the calling
+    thread never touches a sensor, so it stays free to run the workload and to take signals.
+    Every call into the source has a deadline (`deadline_s`): `start` waits for the first
+    reading and `stop` for the last only while the call in progress is within it. A call past
+    it is abandoned with its thread (a daemon, left blocked: a hung driver call cannot be
+    cancelled), `stuck` says what hung, and the repeat's telemetry is missing with that note."""
 
     def __init__(
         self,
-        source: Source,
+        open_source: Callable[[], Source],
+        kind: str,
         period_s: float = SAMPLE_PERIOD_S,
         clock: Callable[[], float] = time.monotonic,
+        deadline_s: float = READ_DEADLINE_S,
     ) -> None:
-        self.source, self.period_s, self.clock = source, period_s, clock
+        self.open_source, self.kind = open_source, kind
+        self.period_s, self.clock, self.deadline_s = period_s, clock, deadline_s
+        self.source: Source | None = None
         self.samples: list[Sample] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.started: float | None = None
         self.stopped: float | None = None
-        self.error: str | None = None
+        self.error: str | None = None  # a sensor raised: sampling ended there
+        self.stuck: str | None = None  # a sensor call passed its deadline: telemetry missing
+        self._lock = threading.Lock()  # samples vs. abandoning them
+        self._stop = threading.Event()
+        self._first = threading.Event()  # the first reading is in (or the thread gave up)
+        self._done = threading.Event()  # the thread has finished, source closed
+        self._call: tuple[str, float] | None = None  # what the thread is calling, since when
+        self._thread: threading.Thread | None = None
 
-    def _read(self) -> None:
+    def _read(self, source: Source) -> bool:
         now = self.clock()
+        self._call = ("reading the sensors", now)
         try:
-            self.samples.append(Sample(now, self.source.read(now)))
+            readings = source.read(now)
         except Exception as exc:  # noqa: BLE001 - a failing sensor ends sampling, not the run
             self.error = f"sampling stopped: {type(exc).__name__}: {exc}"
-            self._stop.set()
+            return False
+        finally:
+            self._call = None
+        with self._lock:
+            if self.stuck is None:  # an abandoned sampler's late readings are not used
+                self.samples.append(Sample(now, readings))
+        return True
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.period_s):
-            self._read()
+    def _run(self) -> None:
+        source = None
+        try:
+            source = self.open_source()
+            self.source = source
+            ok = self._read(source)
+            self._first.set()
+            while ok and not self._stop.wait(self.period_s):
+                ok = self._read(source)
+            if ok:
+                self._read(source)  # the closing reading
+        except Exception as exc:  # noqa: BLE001 - a source that cannot open: no telemetry
+            self.error = f"sensors not readable: {type(exc).__name__}: {exc}"
+        finally:
+            self._first.set()
+            if source is not None:
+                self._call = ("closing the sensors", self.clock())
+                with contextlib.suppress(Exception):  # closing is best effort
+                    source.close()
+            self._call = None
+            self._done.set()
+
+    def _wait_for(self, event: threading.Event) -> bool:
+        """Wait for `event` while the thread's sensor call is within its deadline; False, with
+        `stuck` set and the thread abandoned, once a call is past it."""
+        # Between calls the thread only waits on events; even one never scheduled is bounded.
+        give_up = self.clock() + 3 * self.deadline_s
+        while not event.is_set():
+            call, now = self._call, self.clock()
+            due = give_up if call is None else min(give_up, call[1] + self.deadline_s)
+            if now >= due:
+                self._abandon(call[0] if call else "starting the sampling thread")
+                return False
+            event.wait(min(due - now, 0.05) if call is None else due - now)
+        return True
+
+    def _abandon(self, what: str) -> None:
+        with self._lock:
+            self.stuck = MISSING + (
+                f"{what} ({SENSOR_NAMES.get(self.kind, self.kind)}) did not "
+                f"return within {self.deadline_s:g} s (a hung driver call or sensor file); "
+                "abandoned, the run went on without it"
+            )
+            self.samples = []
 
     def start(self) -> None:
         self.started = self.clock()
-        self._read()
-        self._thread = threading.Thread(target=self._loop, name="dlperf-telemetry", daemon=True)
+        self._call = ("opening the sensors", self.started)
+        self._thread = threading.Thread(target=self._run, name="dlperf-telemetry", daemon=True)
         self._thread.start()
+        self._wait_for(self._first)
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """End sampling; `wait`: for the closing reading (within its deadline), else leave
+        the thread to finish alone (the repeat's telemetry will not be used)."""
         if self._thread is None:
             return
         self._stop.set()
-        self._thread.join()
+        if wait and self.stuck is None:
+            self._wait_for(self._done)
         self._thread = None
-        if self.error is None:
-            self._read()
         self.stopped = self.clock()
-        self.source.close()
 
     def telemetry(self, window: WindowTimes | None) -> Telemetry:
         """The repeat's telemetry over its window placed on the host clock (`place_window`),
-        or over the whole repeat when it cannot be placed."""
+        or over the whole repeat when it cannot be placed; missing, with a note, when the
+        sensors hung or could not be opened."""
+        source = self.source
+        if self.stuck is not None or source is None:
+            why = self.stuck or self.error or MISSING + "the sensors were not opened"
+            return missing_telemetry(
+                self.kind,
+                list(source.devices) if source else [],
+                self.period_s,
+                why,
+                (self.stopped or 0.0) - (self.started or 0.0),
+            )
         placed = place_window(window, self.started, self.stopped)
         if placed is None:
             start, end = self.started or 0.0, self.stopped or 0.0
@@ -401,26 +573,63 @@ class Sampler:
                 "no measured window" if window is None else window.unplaced_reason()
             )
             return summarize(
-                self.samples, start, end, self.source, "repeat", how, self.error, self.period_s
+                self.samples, start, end, source, "repeat", how, self.error, self.period_s
             )
         start, end, how = placed
-        return summarize(
-            self.samples, start, end, self.source, "window", how, self.error, self.period_s
-        )
+        return summarize(self.samples, start, end, source, "window", how, self.error, self.period_s)
+
+
+def missing_telemetry(
+    kind: str, devices: list[str], period_s: float, why: str, duration_s: float = 0.0
+) -> Telemetry:
+    """A repeat's telemetry when its sensors gave no usable readings: no metrics, `why`."""
+    return Telemetry(
+        device=kind,
+        devices=devices,
+        period_s=period_s,
+        samples=0,
+        span="repeat",
+        placed_by="no readings",
+        duration_s=round(max(duration_s, 0.0), 6),
+        energy_note=why,
+        note=why,
+    )
+
+
+# What hung in this process, by source kind: the abandoned thread is still blocked in that
+# driver or file, so later repeats (and a sweep's later configurations) do not call it again.
+_hung_sensors: dict[str, str] = {}
 
 
 @contextmanager
-def sampling(source: Source | None, period_s: float = SAMPLE_PERIOD_S) -> Iterator[Sampler | None]:
-    """A started sampler for `source` (None: nothing to sample), stopped on the way out."""
-    if source is None:
+def sampling(
+    open_source: Callable[[], Source] | None,
+    kind: str,
+    period_s: float = SAMPLE_PERIOD_S,
+    deadline_s: float = READ_DEADLINE_S,
+) -> Iterator[Sampler | None]:
+    """A started sampler of what `open_source` opens (None: nothing to sample), stopped on the
+    way out. Sensors of `kind` that hung earlier in this process are not read again: the
+    telemetry says so."""
+    if open_source is None:
         yield None
         return
-    sampler = Sampler(source, period_s)
-    sampler.start()
+    if kind in _hung_sensors:
+        earlier = _hung_sensors[kind]
+        why = f"{MISSING}not read, the sensors hung earlier in this run ({earlier})"
+        open_source = lambda: UnavailableSource(kind, why)  # noqa: E731
+    sampler = Sampler(open_source, kind, period_s, deadline_s=deadline_s)
     try:
+        sampler.start()
         yield sampler
-    finally:
+    except BaseException:
+        sampler.stop(wait=False)  # the repeat failed or was interrupted: not worth a wait
+        raise
+    else:
         sampler.stop()
+    finally:
+        if sampler.stuck is not None:
+            _hung_sensors.setdefault(kind, sampler.stuck.removeprefix(MISSING))
 
 
 # --------------------------------------------------------------------------------------------
@@ -521,6 +730,23 @@ def _energy(
     return None, None, "neither an energy counter nor power is readable"
 
 
+def implausible_energy(energy_j: float, duration_s: float, limit_w: float | None) -> str | None:
+    """Why `energy_j` over `duration_s` cannot be what the devices used (negative, or above
+    their power limit together), or None when it can."""
+    if energy_j < 0:
+        return (
+            f"energy implausible, not stored: {energy_j:.6g} J over {duration_s:.3g} s is "
+            "negative (a counter went backwards: a reset)"
+        )
+    if limit_w and energy_j > limit_w * (PLAUSIBLE_POWER_FACTOR * duration_s + PLAUSIBLE_SLACK_S):
+        return (
+            f"energy implausible, not stored: {energy_j:.6g} J over {duration_s:.3g} s is "
+            f"{energy_j / max(duration_s, 1e-9):.6g} W, above the devices' power limit of "
+            f"{limit_w:g} W (a counter reset taken for a wraparound)"
+        )
+    return None
+
+
 def summarize(
     samples: Sequence[Sample],
     start: float,
@@ -545,9 +771,14 @@ def summarize(
         if all(r.power_w is not None for r in s.devices)
     ]
     energy, method, why = _energy(samples, start, end)
-    note = source.energy_note
-    if energy is None and note is None:
-        note = why
+    note = source.energy_note or why
+    if source.energy_source is None:  # the source found its energy unreadable or implausible
+        energy = method = None
+    elif energy is not None:
+        implausible = implausible_energy(energy, end - start, source.power_limit_w)
+        if implausible is not None:
+            energy = method = None
+            note = implausible
     throttled, reasons, detail = _throttling(inside) if source.kind == "cuda" else (False, [], "")
     notes = [n for n in (source.note if source.note != note else None, error, detail) if n]
     return Telemetry(

@@ -4,6 +4,8 @@ RAPL counter on a stand-in powercap tree, the window arithmetic, and the result 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import threading
 import types
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dlperf import system, telemetry
-from dlperf.assemble import build_result
+from dlperf.assemble import build_result, samples_per_joule
 from dlperf.resultio import load_result
 from dlperf.schema import (
     SCHEMA_VERSION,
@@ -246,12 +248,16 @@ def test_the_real_pynvml_without_a_driver_is_a_note() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def powercap_tree(root: Path, energy_uj: int, max_uj: int = 1_000_000) -> Path:
+def powercap_tree(
+    root: Path, energy_uj: int, max_uj: int = 1_000_000, limits_uw: tuple[int, ...] = ()
+) -> Path:
     package = root / "intel-rapl:0"
     package.mkdir(parents=True)
     (package / "name").write_text("package-0\n")
     (package / "max_energy_range_uj").write_text(f"{max_uj}\n")
     (package / "energy_uj").write_text(f"{energy_uj}\n")
+    for n, limit in enumerate(limits_uw):  # long-term, short-term (PL1, PL2)
+        (package / f"constraint_{n}_power_limit_uw").write_text(f"{limit}\n")
     core = root / "intel-rapl:0:0"  # a sub-zone: part of the package, not added again
     core.mkdir()
     (core / "name").write_text("core\n")
@@ -270,6 +276,73 @@ def test_rapl_counts_through_the_wraparound(tmp_path: Path) -> None:
     assert second.energy_j - first.energy_j == pytest.approx(0.2)
     assert second.power_w == pytest.approx(0.1)  # 0.2 J over 2 s
     assert second.clock_mhz is None or second.clock_mhz > 0
+
+
+RAPL_MAX_UJ = 262_143_328_850  # a real package's max_energy_range_uj (262 kJ)
+
+
+def test_a_counter_reset_is_not_taken_for_a_wraparound(tmp_path: Path) -> None:
+    # 65 W long-term, 90 W short-term: a reset from 900 J to 1 mJ would be "262 kJ in 3 s"
+    counter = powercap_tree(tmp_path, 900_000_000, RAPL_MAX_UJ, (65_000_000, 90_000_000))
+    source = CpuSource(powercap=tmp_path)
+    assert source.power_limit_w == 90.0
+    samples = [Sample(10.0, source.read(10.0))]
+    counter.write_text("950000000\n")  # 50 J in 1 s: a package at 50 W
+    samples.append(Sample(11.0, source.read(11.0)))
+    counter.write_text("1000\n")  # the driver reloaded: the counter restarted
+    samples.append(Sample(14.0, source.read(14.0)))
+    assert samples[1].devices[0].energy_j == pytest.approx(50.0)
+    assert samples[2].devices[0].energy_j is None and source.energy_source is None
+    assert "counter reset, not a wraparound" in source.energy_note
+    assert "90 W, its highest constraint_N_power_limit_uw" in source.energy_note
+    t = summarize(samples, 10.0, 14.0, source, "window", "test")
+    assert t.energy_j is None and t.energy_source is None and t.energy_method is None
+    assert t.energy_note.startswith("RAPL energy implausible, not stored")
+    # the readings before the reset are real: their power is kept
+    assert t.power_w is not None and t.power_w.max == pytest.approx(50.0)
+
+
+def test_a_counter_that_goes_back_with_no_range_is_a_reset_never_negative(tmp_path: Path) -> None:
+    counter = powercap_tree(tmp_path, 5_000_000, max_uj=0)  # max_energy_range_uj = 0
+    source = CpuSource(powercap=tmp_path)
+    samples = [Sample(1.0, source.read(1.0))]
+    counter.write_text("2000000\n")
+    samples.append(Sample(2.0, source.read(2.0)))
+    assert "max_energy_range_uj is 0" in source.energy_note
+    t = summarize(samples, 1.0, 2.0, source, "window", "test")
+    assert t.energy_j is None and "counter reset" in t.energy_note
+
+
+def test_without_a_power_limit_a_kilowatt_per_package_bounds_the_energy(tmp_path: Path) -> None:
+    counter = powercap_tree(tmp_path, 0, RAPL_MAX_UJ)  # no constraint_N files
+    source = CpuSource(powercap=tmp_path)
+    assert source.power_limit_w == telemetry.RAPL_FALLBACK_LIMIT_W == 1000.0
+    source.read(0.0)
+    counter.write_text("400000000\n")  # 400 J in 2 s: 200 W, believed
+    assert source.read(2.0)[0].energy_j == pytest.approx(400.0)
+    counter.write_text("30000000000\n")  # 29.6 kJ in 1 s: not a CPU package
+    assert source.read(3.0)[0].energy_j is None
+    assert "1000 W assumed" in source.energy_note
+
+
+def test_negative_or_impossible_energy_from_any_source_is_not_stored(nvml) -> None:
+    # an NVML counter that runs backwards (the driver reloaded mid-run)
+    nv = nvml(FakeGpu(energy=lambda t: 5000.0 - 300.0 * t))
+    source = NvmlSource(None, 1)
+    t = summarize(read_at(source, nv.now, EVERY_HALF_SECOND), 0.5, 2.5, source, "window", "x")
+    assert t.energy_j is None and t.energy_source is None
+    assert "negative" in t.energy_note and "not stored" in t.energy_note
+    # the pure bound: 10 kJ in 2 s over devices limited to 700 W together
+    assert "above the devices' power limit of 700 W" in telemetry.implausible_energy(
+        10_000.0, 2.0, 700.0
+    )
+    assert telemetry.implausible_energy(1_400.0, 2.0, 700.0) is None
+    assert telemetry.implausible_energy(10_000.0, 2.0, None) is None  # no bound known
+    # a file stored before this check, holding a negative energy: no negative samples/J
+    window = Window(start_step=5, end_step=25, samples=200.0, elapsed_s=0.4)
+    negative = Repeat(index=1, status=RepeatStatus.ok, throughput=1.0, window=window,
+                      telemetry=tele(-5.0))  # fmt: skip
+    assert samples_per_joule(negative) is None
 
 
 def test_why_rapl_is_not_readable(tmp_path: Path) -> None:
@@ -299,6 +372,7 @@ class Counting:
     """A source whose n-th reading is n (utilization), for the threaded sampler."""
 
     kind, devices, energy_source, energy_note, note = "cpu", ["test"], None, "none here", None
+    power_limit_w = None
 
     def __init__(self) -> None:
         self.n = 0
@@ -314,7 +388,7 @@ class Counting:
 
 def test_the_sampler_thread_reads_from_start_to_stop() -> None:
     source = Counting()
-    sampler = Sampler(source, period_s=0.01)
+    sampler = Sampler(lambda: source, "cpu", period_s=0.01)
     sampler.start()
     threading.Event().wait(0.05)
     sampler.stop()
@@ -328,6 +402,131 @@ def test_the_sampler_thread_reads_from_start_to_stop() -> None:
     # a window inside the span keeps only its readings
     inside = sampler.telemetry(WindowTimes(marks=(times[1], times[-1])))
     assert inside.span == "window" and inside.samples == len(times) - 1
+
+
+# --------------------------------------------------------------------------------------------
+# A stuck sensor: a real FIFO as RAPL's energy file blocks its reader as a hung NVML call does
+# --------------------------------------------------------------------------------------------
+
+
+class StuckCounter:
+    """A stand-in powercap tree whose energy file can become a FIFO with no writer: opening
+    it blocks until a writer comes. `release` opens it for writing, so no test leaves a thread
+    blocked behind it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.counter = powercap_tree(root, 1_000_000, RAPL_MAX_UJ)
+
+    def hang(self) -> None:
+        self.counter.unlink()
+        os.mkfifo(self.counter)
+
+    def release(self) -> None:
+        if not self.counter.is_fifo():
+            return
+        while True:  # one writer's open lets every reader blocked in open() go
+            try:
+                fd = os.open(self.counter, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader is waiting any more
+                return
+            os.close(fd)
+            threading.Event().wait(0.05)
+
+
+@pytest.fixture
+def stuck(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StuckCounter]:
+    monkeypatch.setattr(telemetry, "_hung_sensors", {})  # what hung here stays here
+    counter = StuckCounter(tmp_path / "powercap")
+    yield counter
+    counter.release()
+
+
+def test_a_sensor_stuck_from_the_start_is_abandoned_not_waited_for(stuck) -> None:
+    stuck.hang()
+    sampler = Sampler(lambda: CpuSource(stuck.root), "cpu", period_s=0.05, deadline_s=0.5)
+    sampler.start()  # returns: the open of the FIFO is left behind in its thread
+    sampler.stop()
+    assert sampler.stuck.startswith(telemetry.MISSING)
+    assert "opening the sensors (psutil and RAPL) did not return within 0.5 s" in sampler.stuck
+    t = sampler.telemetry(WindowTimes(marks=(sampler.started, sampler.stopped)))
+    assert t.samples == 0 and t.energy_j is None and t.utilization_pct is None
+    assert t.energy_note == t.note == sampler.stuck
+
+
+def test_a_sensor_that_hangs_mid_repeat_is_abandoned_at_the_end(stuck) -> None:
+    sampler = Sampler(lambda: CpuSource(stuck.root), "cpu", period_s=0.05, deadline_s=0.5)
+    sampler.start()
+    assert sampler.stuck is None and len(sampler.samples) >= 1 and sampler.source.zones
+    stuck.hang()  # the next reading, at the latest the closing one, blocks
+    sampler.stop()
+    assert "reading the sensors (psutil and RAPL) did not return" in sampler.stuck
+    t = sampler.telemetry(None)
+    assert t.samples == 0 and t.energy_j is None and t.note.startswith(telemetry.MISSING)
+    assert t.devices == [system.cpu_model(), "intel-rapl:0 (package-0)"]
+
+
+def test_a_signal_still_stops_the_wait_on_a_stuck_sensor(stuck) -> None:
+    """Ctrl-C / SIGTERM (KeyboardInterrupt, as dlperf.cli.main makes them) while the run waits
+    for a stuck sensor: the wait ends then, not at the deadline."""
+    stuck.hang()
+    sampler = Sampler(lambda: CpuSource(stuck.root), "cpu", deadline_s=600.0)
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("SIGALRM")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(KeyboardInterrupt):
+            sampler.start()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert sampler.stuck is None  # interrupted inside the wait, long before its deadline
+
+
+def test_a_hung_sensor_is_not_read_again_in_the_run(stuck) -> None:
+    stuck.hang()
+    with telemetry.sampling(lambda: CpuSource(stuck.root), "cpu", 0.05, deadline_s=0.3) as s1:
+        pass
+    assert s1.stuck is not None
+    opened: list[int] = []
+
+    def open_again() -> CpuSource:
+        opened.append(1)
+        return CpuSource(stuck.root)
+
+    with telemetry.sampling(open_again, "cpu", 0.05, deadline_s=0.3) as s2:
+        pass
+    assert opened == [] and s2.stuck is None  # no second thread left blocked on it
+    t = s2.telemetry(None)
+    assert t.samples == 0 and t.energy_j is None
+    assert t.energy_note.startswith("telemetry missing: not read, the sensors hung earlier")
+    # CUDA's sensors are another source: not affected
+    assert "cuda" not in telemetry._hung_sensors
+
+
+def test_a_repeat_with_missing_telemetry_warns_and_keeps_its_throughput() -> None:
+    spec = BenchmarkSpec(framework="calibration", model="pace", batch_size=10, repeats=2)
+    window = Window(start_step=5, end_step=25, samples=200.0, elapsed_s=0.4)
+    why = telemetry.MISSING + "reading the sensors (NVML) did not return within 5 s"
+    repeats = [
+        Repeat(
+            index=i,
+            status=RepeatStatus.ok,
+            throughput=500.0,
+            window=window,
+            telemetry=telemetry.missing_telemetry("cuda", [], 0.2, why) if i == 2 else tele(2.0),
+        )
+        for i in (1, 2)
+    ]
+    env = Environment(dlperf_version="0.1.0", host="h", os="Linux")
+    result = build_result(spec, "20260101T000000Z-abcdef", repeats, environment=env)
+    assert result.metrics.throughput.values == [500.0, 500.0]
+    assert result.metrics.samples_per_joule == pytest.approx(100.0)  # repeat 1's alone
+    (warned,) = [w for w in result.warnings if "telemetry missing" in w]
+    assert warned.startswith("telemetry missing for repeat(s) 2: reading the sensors (NVML)")
 
 
 # --------------------------------------------------------------------------------------------
