@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -50,11 +52,14 @@ from pydantic import BaseModel, ConfigDict, FilePath, ValidationError, create_mo
 
 from dlperf import DlperfError
 from dlperf.adapters import get_adapter
+from dlperf.assemble import new_result_id
 from dlperf.files import (
     StorageError,
     atomic_write,
     atomic_write_json,
+    check_writable,
     remove_empty_files,
+    storage_error,
     try_lock,
 )
 from dlperf.identity import describe, identity_of, spec_key, this_machine
@@ -70,7 +75,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 STATE_FILE = "sweep-state.json"
-LOCK_FILE = "sweep.lock"
+LOCK_FILE = "sweep.lock"  # an attempt's own lock, as dlperf before 2026-11 held it (still honoured)
+SWEEPS_DIR = ".sweeps"  # in the results folder: one `<owner>.lock` per live sweep
+OWNER = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,99}")
 
 
 class _Table(BaseModel):
@@ -271,38 +278,92 @@ class SweepCallbacks:
     config_done: Callable[[Result, Path], None] = lambda result, path: None
 
 
+class SweepLock:
+    """A running sweep's one lock: ``<results>/.sweeps/<owner>.lock``, an `flock` held from the
+    sweep's start to its end (and ended with its process, kill -9 included).
+
+    Each attempt the sweep runs names `owner` in its state file, so one descriptor covers every
+    configuration however large the matrix: an attempt is a live sweep's while its owner's lock
+    is held, and free to resume once it is not."""
+
+    def __init__(self, results_dir: Path) -> None:
+        self.dir = Path(results_dir) / SWEEPS_DIR
+        self.owner = f"{new_result_id()}-{os.getpid()}"
+        self.path = self.dir / f"{self.owner}.lock"
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(self.dir, exc) from None
+        handle = try_lock(self.path)
+        if handle is None:  # a fresh name: only another process with the same name and pid
+            raise StorageError(f"cannot lock {self.path}: another process holds it")
+        self.handle: IO[bytes] | None = handle
+
+    def owner_lock(self, owner: str | None, attempt: Path) -> Path:
+        """The lock that says whether `owner` (None: a sweep of an older dlperf, which locked
+        the attempt's own LOCK_FILE) is alive."""
+        return attempt / LOCK_FILE if owner is None else self.dir / f"{owner}.lock"
+
+    def close(self) -> None:
+        """End the sweep's claim: its unfinished attempts are free to resume at once. The file
+        goes before the lock, so no other sweep ever takes a new file for this owner's."""
+        if self.handle is not None:
+            self.path.unlink(missing_ok=True)
+            self.handle.close()
+            self.handle = None
+
+
 @dataclass
 class _Attempt:
     """An unfinished earlier attempt at a configuration, now claimed by this sweep."""
 
     result_id: str
     finished: dict[int, Repeat]
-    lock: IO[bytes]
 
 
-def _resume_state(results_dir: Path, spec: BenchmarkSpec) -> _Attempt | None:
-    """The newest unfinished attempt at `spec` that no live sweep holds, locked for this one.
+def _read_state(state: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
+    """The attempt's state when it is one of `wanted`'s, with a well-formed owner (or none)."""
+    try:
+        saved = json.loads(state.read_bytes())
+    except (OSError, ValueError):  # finished while we looked, or half-written: passed over
+        return None
+    if not isinstance(saved, dict) or saved.get("spec") != wanted:
+        return None
+    owner = saved.get("owner")
+    if owner is not None and not (isinstance(owner, str) and OWNER.fullmatch(owner)):
+        return None  # not a name dlperf gives: never a path to follow
+    return saved
 
-    A sweep holds LOCK_FILE in its attempt's folder from start to finish, so the attempt of a
-    sweep running right now is never taken for an abandoned one (the lock dies with its
-    process, kill -9 included). Unreadable state or repeat files are passed over.
+
+def _resume_state(results_dir: Path, spec: BenchmarkSpec, sweep: SweepLock) -> _Attempt | None:
+    """The newest unfinished attempt at `spec` that no live sweep holds, claimed for `sweep`.
+
+    An attempt's state names the sweep that owns it; that sweep holds its `SweepLock` from
+    start to finish, so the attempt of a sweep running right now is never taken for an
+    abandoned one (the lock dies with its process, kill -9 included). To claim one, a sweep
+    takes the dead owner's lock (created anew if the owner removed it), reads the state again
+    and, if the owner is still the same, writes itself in: two sweeps never claim one attempt.
+    Unreadable state or repeat files are passed over.
     """
     folder = ResultStore(results_dir).folder(spec)
     wanted = json.loads(spec.model_dump_json())
     for state in sorted(folder.glob(f"*/{STATE_FILE}"), reverse=True):
-        lock = try_lock(state.parent / LOCK_FILE)
+        saved = _read_state(state, wanted)
+        if saved is None or saved.get("owner") == sweep.owner:
+            continue
+        owner = saved.get("owner")
+        lock_path = sweep.owner_lock(owner, state.parent)
+        lock = try_lock(lock_path)
         if lock is None:
             continue  # a live sweep's
         try:
-            saved = json.loads(state.read_bytes())
-        except FileNotFoundError:  # finished while we looked: the lock file was made by us
-            (state.parent / LOCK_FILE).unlink(missing_ok=True)
-            saved = None
-        except (OSError, ValueError):
-            saved = None
-        if not isinstance(saved, dict) or saved.get("spec") != wanted:
+            again = _read_state(state, wanted)
+            if again is None or again.get("owner") != owner:
+                continue  # finished, or claimed by another sweep while we looked
+            atomic_write_json(state, {"spec": wanted, "owner": sweep.owner})
+        finally:  # the dead owner's lock file: its claim is over
+            lock_path.unlink(missing_ok=True)
             lock.close()
-            continue
         done = {}
         for path in state.parent.glob("repeat-*.json"):
             try:
@@ -310,7 +371,7 @@ def _resume_state(results_dir: Path, spec: BenchmarkSpec) -> _Attempt | None:
             except (OSError, ValueError):
                 continue
             done[repeat.index] = repeat
-        return _Attempt(state.parent.name, done, lock)
+        return _Attempt(state.parent.name, done)
     return None
 
 
@@ -336,13 +397,15 @@ def run_sweep(
             continue
         todo.append(spec)
     runs: dict[str, PreparedRun] = {}
-    locks: dict[str, IO[bytes] | None] = {}  # held from the attempt's start until it is stored
     done: dict[str, dict[int, Repeat]] = {}
     failed_env: dict[str, str] = {}
+    if todo:  # a folder that cannot take the sweep is refused before its lock is made there
+        check_writable(results_dir, "the results folder")
+    sweep = SweepLock(results_dir) if todo else None  # one lock for every attempt it runs
     try:
         for spec in todo:
             key = describe(spec)
-            attempt = _resume_state(results_dir, spec) if resume else None
+            attempt = _resume_state(results_dir, spec, sweep) if resume else None
             if attempt and attempt.finished:
                 cb.message(f"resume {key}: {len(attempt.finished)} repeat(s) already done")
             try:
@@ -355,14 +418,12 @@ def run_sweep(
             except StorageError:
                 raise  # the results folder itself: no other configuration can be stored either
             except DlperfError as exc:  # e.g. an env that cannot be built: the sweep goes on
-                if attempt:
-                    attempt.lock.close()
                 failed_env[key] = str(exc)
                 cb.message(f"[{key}] cannot run: {exc}")
                 continue
-            locks[key] = attempt.lock if attempt else try_lock(runs[key].raw_dir / LOCK_FILE)
             atomic_write_json(
-                runs[key].raw_dir / STATE_FILE, {"spec": json.loads(spec.model_dump_json())}
+                runs[key].raw_dir / STATE_FILE,
+                {"spec": json.loads(spec.model_dump_json()), "owner": sweep.owner},
             )
             done[key] = attempt.finished if attempt else {}
         cb.planned(sum(s.repeats - len(done[describe(s)]) for s in todo if describe(s) in runs))
@@ -391,13 +452,9 @@ def run_sweep(
                 repeats = [done[key][i] for i in sorted(done[key])]
                 result, path = runs[key].finish(results_dir, repeats)
                 (runs[key].raw_dir / STATE_FILE).unlink(missing_ok=True)
-                if (lock := locks.pop(key, None)) is not None:
-                    (runs[key].raw_dir / LOCK_FILE).unlink(missing_ok=True)
-                    lock.close()
                 cb.config_done(result, path)
                 outcomes.append((result, path))
     finally:  # an interrupted attempt is free to resume at once
-        for lock in locks.values():
-            if lock is not None:
-                lock.close()
+        if sweep is not None:
+            sweep.close()
     return outcomes, failed_env

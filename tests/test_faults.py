@@ -226,20 +226,50 @@ def test_four_sweeps_of_one_matrix_at_once_each_store_their_own_results(tmp_path
 
 
 def test_a_live_sweeps_attempt_is_never_resumed_by_another(tmp_path):
-    from dlperf.sweep import LOCK_FILE, STATE_FILE, _resume_state, load_plan
+    from dlperf.sweep import STATE_FILE, SweepLock, _resume_state, load_plan
 
     (tmp_path / "s.toml").write_text(SWEEP)
     (spec,) = load_plan(tmp_path / "s.toml").specs
-    folder = ResultStore(tmp_path / "results").folder(spec)
-    for name, state in (("20260101T000000Z-aaaaaa", "{half"), ("20260101T000001Z-bbbbbb", None)):
+    results = tmp_path / "results"
+    folder = ResultStore(results).folder(spec)
+    running = SweepLock(results)  # a sweep running now, its attempt below
+    wanted = json.loads(spec.model_dump_json())
+    for name, state in (
+        ("20260101T000000Z-aaaaaa", "{half"),
+        ("20260101T000001Z-bbbbbb", json.dumps({"spec": wanted, "owner": running.owner})),
+        ("20260101T000002Z-cccccc", json.dumps({"spec": wanted, "owner": "../../etc/x"})),
+    ):
         (folder / name).mkdir(parents=True)
-        text = state or json.dumps({"spec": json.loads(spec.model_dump_json())})
-        (folder / name / STATE_FILE).write_text(text)
-    live = try_lock(folder / "20260101T000001Z-bbbbbb" / LOCK_FILE)  # a sweep running now
-    assert live is not None
-    assert _resume_state(tmp_path / "results", spec) is None  # the half-written one: passed over
-    live.close()  # that sweep died: its attempt may be resumed now
-    attempt = _resume_state(tmp_path / "results", spec)
+        (folder / name / STATE_FILE).write_text(state)
+    mine, other = SweepLock(results), SweepLock(results)
+    assert _resume_state(results, spec, mine) is None  # half-written, live, forged: passed over
+    running.close()  # that sweep ended (or died: its flock ends with its process)
+    attempt = _resume_state(results, spec, mine)
     assert attempt is not None and attempt.result_id == "20260101T000001Z-bbbbbb"
-    assert try_lock(folder / attempt.result_id / LOCK_FILE) is None  # and it is ours alone
-    attempt.lock.close()
+    state = json.loads((folder / attempt.result_id / STATE_FILE).read_text())
+    assert state == {"spec": wanted, "owner": mine.owner}  # and it is ours alone
+    assert _resume_state(results, spec, other) is None
+    mine.close()
+    assert _resume_state(results, spec, other).result_id == attempt.result_id
+    other.close()
+    assert sorted(p.name for p in (results / ".sweeps").iterdir()) == []  # no lock file left
+
+
+def test_an_attempt_of_an_older_dlperf_is_resumed_once_its_lock_is_free(tmp_path):
+    """Before one lock per sweep, each attempt held `sweep.lock` in its own folder."""
+    from dlperf.sweep import LOCK_FILE, STATE_FILE, SweepLock, _resume_state, load_plan
+
+    (tmp_path / "s.toml").write_text(SWEEP)
+    (spec,) = load_plan(tmp_path / "s.toml").specs
+    results = tmp_path / "results"
+    old = ResultStore(results).folder(spec) / "20260101T000001Z-bbbbbb"
+    old.mkdir(parents=True)
+    (old / STATE_FILE).write_text(json.dumps({"spec": json.loads(spec.model_dump_json())}))
+    live = try_lock(old / LOCK_FILE)  # an older dlperf's sweep running now
+    sweep = SweepLock(results)
+    assert _resume_state(results, spec, sweep) is None
+    live.close()
+    assert _resume_state(results, spec, sweep).result_id == old.name
+    assert json.loads((old / STATE_FILE).read_text())["owner"] == sweep.owner
+    assert not (old / LOCK_FILE).exists()
+    sweep.close()

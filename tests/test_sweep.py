@@ -166,3 +166,29 @@ def test_the_sweep_command_ends_with_a_table_and_the_warnings(tmp_path):
     assert "configuration" in table and "status" in table
     assert "exit_at_step=3" in table and "failed" in table and "samples/s" in table
     assert "warning" in table and "too_few_steps" in table  # the failed config's repeats
+
+
+@pytest.mark.multiprocess
+def test_a_sweep_of_any_size_needs_a_few_open_files(tmp_path):
+    """The sweep holds one lock however many configurations it runs (not one per attempt):
+    40 configurations under a real `ulimit -n 32` are all stored."""
+    import subprocess
+    import sys
+
+    sizes = ", ".join(str(b) for b in range(1, 41))
+    (tmp_path / "wide.toml").write_text(
+        '[sweep]\npreset = "smoke"\nframeworks = ["calibration"]\nmodels = ["pace"]\n'
+        f"batch_sizes = [{sizes}]\nrepeats = 1\nskip = 0\nmeasure = 1\n"
+        '[sweep.set]\nstep_ms = "1"\n'
+    )
+    argv = f"{sys.executable} -m dlperf sweep wide.toml --results-dir results"
+    done = subprocess.run(
+        ["bash", "-c", f"ulimit -n 32 && exec {argv}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    stored = ResultStore(tmp_path / "results").results()
+    assert sorted(r.spec.batch_size for r in stored) == list(range(1, 41))
+    assert all(r.status == ResultStatus.ok for r in stored)
+    assert "Too many open files" not in done.stdout + done.stderr
+    assert list((tmp_path / "results" / ".sweeps").iterdir()) == []  # its lock went with it
