@@ -100,15 +100,9 @@ def result_paths(root: Path) -> list[Path]:
     temporary file). A folder that does not exist holds none; one that cannot be read is a
     DlperfError naming it and the reason (never "no results"); an unreadable subfolder is
     skipped with a SkippedResult warning."""
-    root = Path(root)
-    try:
-        top = sorted(os.scandir(root), key=lambda e: e.name)
-    except FileNotFoundError:
+    top = _listing(Path(root))
+    if top is None:
         return []
-    except NotADirectoryError:
-        raise DlperfError(f"{root} is a file, not a results folder; give a folder") from None
-    except OSError as exc:
-        raise DlperfError(f"cannot read the results folder {root}: {describe(exc)}") from None
     found = []
     for entry in top:
         if entry.name.startswith(".") or not _is_dir(entry):
@@ -124,6 +118,29 @@ def result_paths(root: Path) -> list[Path]:
             if e.name.endswith(".json") and not e.name.startswith(".") and _is_file(e)
         ]
     return found
+
+
+def check_readable(root: Path) -> None:
+    """Refuse a results folder that exists but cannot be read (listed, or entered: a folder
+    with mode rw- lists its names but opens none of them), naming it and the reason; a folder
+    that does not exist yet passes."""
+    _listing(Path(root))
+
+
+def _listing(root: Path) -> list[os.DirEntry] | None:
+    """The entries of `root` by name (None: it does not exist), or a DlperfError."""
+    try:
+        top = sorted(os.scandir(root), key=lambda e: e.name)
+        os.stat(os.path.join(root, "."))  # search permission: what reads the listed files
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        if not os.path.lexists(root):  # a file above it: no such folder (a write says why)
+            return None
+        raise DlperfError(f"{root} is a file, not a results folder; give a folder") from None
+    except OSError as exc:
+        raise DlperfError(f"cannot read the results folder {root}: {describe(exc)}") from None
+    return top
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

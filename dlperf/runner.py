@@ -25,6 +25,7 @@ from dlperf.envs import Env, InterpreterInfo, adopt_interpreter, describe_interp
 from dlperf.files import StorageError, check_writable, remove_empty_files, storage_error
 from dlperf.launch import JobLaunch, ResolvedLaunch
 from dlperf.repeat import Job, run_single_process
+from dlperf.resultio import check_readable
 from dlperf.schema import BenchmarkSpec, MachineLoad, Repeat, RepeatStatus, Result
 from dlperf.spec import OfficialOptions, RunPlan, adapter_for, check_spec
 from dlperf.store import ResultStore
@@ -183,6 +184,7 @@ def prepare_run(
     resolved = (launch or JobLaunch()).resolve(spec)
     check_device(spec, resolved)
     folder = ResultStore(results_dir).folder(spec)
+    check_readable(results_dir)  # every command reads it: a run into one is refused at once
     made = [p for p in (results_dir, folder) if not p.exists()]
     check_writable(results_dir, "the results folder")
     result_id, raw_dir = _claim_raw_dir(folder, result_id)

@@ -18,7 +18,7 @@ from dlperf import DlperfError
 from dlperf.files import StorageError, atomic_write
 from dlperf.identity import Machine, benchmark_id, identity_of, machine_of, settings_of
 from dlperf.index import IndexedResult, Refresh, ResultIndex, open_index
-from dlperf.resultio import load_each, load_result, result_paths
+from dlperf.resultio import check_readable, load_each, load_result, result_paths
 from dlperf.rows import json_text
 from dlperf.schema import BenchmarkSpec, Result
 
@@ -71,6 +71,12 @@ class ResultStore:
         JSON."""
         path = self.folder(result.spec) / f"{result.id}.json"
         return atomic_write(path, result.model_dump_json(indent=2) + "\n")
+
+    def write_all(self, results: Iterable[Result]) -> list[tuple[Result, Path]]:
+        """Write each result (`write`), each with its file, into a folder that every reader can
+        read: one that exists but cannot be read is refused first (a DlperfError naming it)."""
+        check_readable(self.root)
+        return [(result, self.write(result)) for result in results]
 
     def unsaved(self, result: Result, exc: StorageError) -> StorageError:
         """The error for a measured result this folder refused: saved elsewhere (privately,

@@ -64,6 +64,7 @@ from dlperf.files import (
 )
 from dlperf.identity import describe, identity_of, spec_key, this_machine
 from dlperf.models import PresetValues, get_model, preset_values
+from dlperf.resultio import check_readable
 from dlperf.runner import PreparedRun, prepare_run
 from dlperf.schema import BenchmarkSpec, Repeat, Result
 from dlperf.spec_options import SWEEP_KEYS, SweepCell, option_overrides, resolve_overrides
@@ -75,7 +76,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 STATE_FILE = "sweep-state.json"
-LOCK_FILE = "sweep.lock"  # an attempt's own lock, as dlperf before 2026-11 held it (still honoured)
+LOCK_FILE = "sweep.lock"  # an attempt's own lock, as earlier dlperf held it (still honoured)
 SWEEPS_DIR = ".sweeps"  # in the results folder: one `<owner>.lock` per live sweep
 OWNER = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,99}")
 
@@ -400,6 +401,7 @@ def run_sweep(
     done: dict[str, dict[int, Repeat]] = {}
     failed_env: dict[str, str] = {}
     if todo:  # a folder that cannot take the sweep is refused before its lock is made there
+        check_readable(results_dir)
         check_writable(results_dir, "the results folder")
     sweep = SweepLock(results_dir) if todo else None  # one lock for every attempt it runs
     try:

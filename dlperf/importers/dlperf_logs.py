@@ -168,5 +168,4 @@ def import_logs(
             )
         built.append(result)
     # Written once every result is made: a refused log leaves nothing half-imported.
-    store = ResultStore(results_dir)
-    return [(result, store.write(result)) for result in built]
+    return ResultStore(results_dir).write_all(built)

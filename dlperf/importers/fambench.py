@@ -320,5 +320,4 @@ def import_logs(
             result.model_copy(update={"metrics": metrics, "warnings": [*result.warnings, *notes]})
         )
     # Written once every result is made: a refused log leaves nothing half-imported.
-    store = ResultStore(results_dir)
-    return [(result, store.write(result)) for result in built]
+    return ResultStore(results_dir).write_all(built)

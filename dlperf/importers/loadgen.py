@@ -67,8 +67,7 @@ def import_dirs(
     if not built and skipped:
         raise DlperfError("; ".join(skipped) + ": nothing to import")
     # Written once every result is made: a refused log leaves nothing half-imported.
-    store = ResultStore(results_dir)
-    return [(result, store.write(result)) for result in built]
+    return ResultStore(results_dir).write_all(built)
 
 
 def loadgen_repeat(index: int, run: LoadGenRun) -> Repeat:
