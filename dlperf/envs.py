@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -36,7 +37,7 @@ from typing import IO, Any
 
 from dlperf import DlperfError
 from dlperf.files import atomic_write, dlperf_home
-from dlperf.proc import tail
+from dlperf.proc import run_process, tail
 from dlperf.redact import stored_argv
 
 # Bump when the on-disk layout or the build recipe changes: every env digest changes with it.
@@ -455,20 +456,93 @@ class InterpreterInfo:
         return hashlib.sha256("\n".join(self.dists).encode()).hexdigest()[:16]
 
 
-def _run_in(python: Path, code: str, env: Mapping[str, str] | None = None, timeout: float = 120):
-    return subprocess.run(
-        [str(python), "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env=dict(env) if env is not None else None,
-    )
+# What a refusal quotes of a probe's stderr: its last line, at most this long (a probe may print
+# a 50 MB line); and the most of its stdout that is read back (the last line is its answer).
+_QUOTE_CHARS = 1000
+_ANSWER_CHARS = 4 << 20  # _DESCRIBE's list of installed distributions can be long
+_PROBE_KILL_GRACE_S = 2.0
+
+
+@dataclass(frozen=True)
+class _Probed:
+    """How a probe of an interpreter ended: `exit_code` None when it was killed (timeout),
+    `answer` its stdout's last line, `said` its stderr's last line (both cut to a tail)."""
+
+    exit_code: int | None
+    outcome: str
+    timeout_s: float
+    answer: str
+    said: str
+
+    @property
+    def ended(self) -> str:
+        """How it ended, in words: its exit code and last stderr line, or the timeout."""
+        if self.exit_code is None:
+            return (
+                f"it did not finish within {self.timeout_s:g} s; it was stopped with every "
+                "process it started"
+            )
+        return f"exit {self.exit_code}: {self.said or 'no output'}"
+
+
+def _run_in(
+    python: Path, code: str, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> _Probed:
+    """Run `code` in `python` through dlperf.proc (its own process group, ended whole with
+    anything it started on the timeout or after it exits); stdout and stderr kept apart, in
+    files, and read back as tails: a probe's output never floods dlperf's memory or messages."""
+    with tempfile.TemporaryDirectory(prefix="dlperf-probe-") as tmp:
+        out, log = Path(tmp) / "stdout", Path(tmp) / "stderr.log"
+        done = run_process(
+            [str(python), "-c", code],
+            log_path=log,
+            stdout_path=out,
+            env=dict(env) if env is not None else None,
+            timeout_s=timeout,
+            kill_grace_s=_PROBE_KILL_GRACE_S,
+        )
+        stderr = "\n".join(
+            line for line in tail(log, 20, 4 * _QUOTE_CHARS).splitlines()
+            if not line.startswith("# dlperf:")  # run_process's own notes
+        )  # fmt: skip
+        return _Probed(
+            exit_code=done.exit_code,
+            outcome=done.outcome,
+            timeout_s=timeout,
+            answer=_last_line(tail(out, 1, _ANSWER_CHARS)),
+            said=_cut(_last_line(stderr), _QUOTE_CHARS),
+        )
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text`, or its last `limit` characters after an ellipsis: a quote stays a quote."""
+    return text if len(text) <= limit else "…" + text[-limit:]
 
 
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+_VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)[0-9A-Za-z.+_-]{0,20}")  # 3.13.0rc1, 3.12.0+
+# A framework's version as it prints it: 2.13.0+cpu, 3.3.1, 1.9.1, 0.9.0.dev20230216+cpu.
+_FRAMEWORK_VERSION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,99}")
+
+
+def _interpreter_facts(info: Any) -> dict[str, Any] | str:
+    """_DESCRIBE's answer checked field by field, or why it is not one."""
+    if not isinstance(info, dict):
+        return "it exited 0 but did not run the Python code given to it"
+    version = info.get("version")
+    if not isinstance(version, str) or not _VERSION_RE.fullmatch(version):
+        return f"it reported the Python version {_cut(repr(version), 100)}, not X.Y.Z"
+    for key in ("executable", "prefix"):
+        if not isinstance(info.get(key), str | None):
+            return f"it reported a {key} that is not a path ({_cut(repr(info[key]), 100)})"
+    dists = info.get("dists") or []
+    if not isinstance(dists, list) or not all(isinstance(d, str) for d in dists):
+        return "it reported its installed distributions in another form than name==version"
+    return info
 
 
 def describe_interpreter(
@@ -486,23 +560,25 @@ def describe_interpreter(
         )
     if not os.access(python, os.X_OK):
         raise DlperfError(f"--python {python} is not executable; give a Python interpreter")
-    info: Any = None
+    facts: dict[str, Any] | str
     try:
-        proc = _run_in(python, _DESCRIBE, env, timeout=_PROBE_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError) as exc:
-        why = str(exc)
+        probed = _run_in(python, _DESCRIBE, env, timeout=_PROBE_TIMEOUT_S)
+    except (OSError, DlperfError) as exc:  # cannot start it, too many open files, ...
+        facts = _cut(str(exc), _QUOTE_CHARS)
     else:
-        why = f"exit {proc.returncode}: {_last_line(proc.stderr) or 'no output'}"
-        with contextlib.suppress(ValueError):
-            info = json.loads(_last_line(proc.stdout)) if proc.returncode == 0 else None
-        if proc.returncode == 0 and info is None:
-            why = "it exited 0 but did not run the Python code given to it"
-    if not isinstance(info, dict) or "version" not in info:
+        facts = probed.ended
+        if probed.exit_code == 0:
+            answer: Any = None
+            with contextlib.suppress(ValueError):
+                answer = json.loads(probed.answer)
+            facts = _interpreter_facts(answer)
+    if isinstance(facts, str):
         raise DlperfError(
-            f"--python {python} did not run as a Python interpreter ({why}); give the path of "
-            "the python executable of the environment to measure"
+            f"--python {python} did not run as a Python interpreter ({facts}); give the path "
+            "of the python executable of the environment to measure"
         )
-    version = tuple(int(x) for x in info["version"].split(".")[:2])
+    info = facts
+    version = tuple(int(x) for x in _VERSION_RE.fullmatch(info["version"]).groups()[:2])
     if version < ADOPTED_MIN_PYTHON:
         need = ".".join(map(str, ADOPTED_MIN_PYTHON))
         raise DlperfError(
@@ -535,36 +611,55 @@ def adopt_interpreter(
     info = describe_interpreter(python)
     python = info.python
     pip = f"{python} -m pip install"
-    try:
-        proc = _run_in(python, verify, timeout=_VERIFY_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise DlperfError(f"--python {python}: checking {framework} failed ({exc})") from None
-    version = _last_line(proc.stdout)
-    if proc.returncode != 0 or not version:
+    proc = _check_in(python, verify, _VERIFY_TIMEOUT_S, f"checking {framework}")
+    version = proc.answer
+    if proc.exit_code != 0 or not version:
+        why = proc.said or "the check printed no version"
+        if proc.exit_code is None:
+            why = proc.ended
         raise DlperfError(
-            f"--python {python} (Python {info.version}) cannot run {framework}: "
-            f"{_last_line(proc.stderr) or 'the check printed no version'}. Install {framework} "
-            f"into that environment (for example `{pip} {install or framework}`), point --python "
-            "at an environment that has it, or leave --python out to let dlperf build its own env"
+            f"--python {python} (Python {info.version}) cannot run {framework}: {why}. Install "
+            f"{framework} into that environment (for example `{pip} {install or framework}`), "
+            "point --python at an environment that has it, or leave --python out to let dlperf "
+            "build its own env"
+        )
+    if not _FRAMEWORK_VERSION_RE.fullmatch(version):
+        raise DlperfError(
+            f"--python {python}: checking {framework} printed {_cut(repr(version), 100)}, not a "
+            f"version; point --python at an environment where `{verify}` prints {framework}'s "
+            "version"
         )
     if cuda_check:
-        proc = _run_in(python, cuda_check, timeout=_VERIFY_TIMEOUT_S)
-        if proc.returncode != 0:
-            why = _last_line(proc.stderr) or _last_line(proc.stdout) or f"exit {proc.returncode}"
+        proc = _check_in(python, cuda_check, _VERIFY_TIMEOUT_S, f"checking {framework}'s GPU")
+        if proc.exit_code != 0:
+            why = proc.said or _cut(proc.answer, _QUOTE_CHARS) or proc.ended
+            if proc.exit_code is None:
+                why = proc.ended
             raise DlperfError(
                 f"--python {python}: {framework} {version} cannot use a GPU there ({why}); "
                 "install its CUDA build in that environment, or run with --device cpu"
             )
     if need_loadgen:
-        proc = _run_in(python, _LOADGEN_CHECK, timeout=_PROBE_TIMEOUT_S)
-        if proc.returncode != 0:
+        proc = _check_in(python, _LOADGEN_CHECK, _PROBE_TIMEOUT_S, "checking mlperf_loadgen")
+        if proc.exit_code != 0:
+            why = proc.said if proc.exit_code is not None else proc.ended
             raise DlperfError(
                 f"--python {python}: --scenario runs MLPerf LoadGen, but `import mlperf_loadgen` "
-                f"fails there ({_last_line(proc.stderr)}); install it with "
+                f"fails there ({why}); install it with "
                 f"`{pip} mlcommons-loadgen` (or from a wheel: `{pip} --no-index --find-links "
                 "DIR mlcommons-loadgen`), or run without --scenario"
             )
     return Env(None, info.prefix, python, version, kind="adopted"), info
+
+
+def _check_in(python: Path, code: str, timeout: float, what: str) -> _Probed:
+    """`_run_in`, a probe that cannot start (or keep its files) refused in words."""
+    try:
+        return _run_in(python, code, timeout=timeout)
+    except (OSError, DlperfError) as exc:
+        raise DlperfError(
+            f"--python {python}: {what} failed ({_cut(str(exc), _QUOTE_CHARS)})"
+        ) from None
 
 
 def env_status(spec: EnvSpec) -> str:

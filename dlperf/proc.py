@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import IO, TextIO
 
 import psutil
 
@@ -86,8 +86,12 @@ def run_process(
     kill_grace_s: float = 5.0,
     on_line: Callable[[str], None] | None = None,
     cancel: threading.Event | None = None,
+    stdout_path: Path | None = None,
 ) -> ProcResult:
     """Run `argv` to completion (or until a timeout) with its output streamed to `log_path`.
+
+    `stdout_path`, when given, takes the child's stdout apart (a probe's answer, read back by
+    the caller); `log_path` then has its stderr alone.
 
     `env` is the complete environment of the child (the caller merges `os.environ` if it wants
     to): a benchmark must not silently inherit whatever happens to be set in the shell. The
@@ -123,7 +127,7 @@ def run_process(
             # A Ctrl-C or SIGTERM between fork and the try below would leave the child running:
             # signals wait until it is started and registered, then arrive inside the try.
             with _SignalsHeld() as held:
-                proc = _start(argv, env=env, cwd=cwd, log=log)
+                proc = _start(argv, env=env, cwd=cwd, log=log, stdout_path=stdout_path)
                 _register(proc.pid)
             pgid = proc.pid  # start_new_session=True: the child leads its own session and group
             reader = _Reader(proc, log, on_line, start)
@@ -202,19 +206,40 @@ def tail(path: Path, lines: int = 40, max_chars: int = 8000) -> str:
 
 
 def _start(
-    argv: list[str], *, env: Mapping[str, str] | None, cwd: Path | None, log: TextIO
+    argv: list[str],
+    *,
+    env: Mapping[str, str] | None,
+    cwd: Path | None,
+    log: TextIO,
+    stdout_path: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """Popen with our fixed policy; turns "cannot start" into an actionable DlperfError."""
     if cwd is not None and not Path(cwd).is_dir():
         msg = f"cannot run {argv[0]!r}: working directory {str(cwd)!r} does not exist"
         _note_failure(log, msg)
         raise DlperfError(msg)
+    with contextlib.ExitStack() as files:
+        stdout: int | IO[bytes] = subprocess.PIPE
+        if stdout_path is not None:  # the child's own descriptor; ours closes once it runs
+            stdout = files.enter_context(open(stdout_path, "wb"))  # noqa: SIM115
+        return _popen(argv, env=env, cwd=cwd, log=log, stdout=stdout)
+
+
+def _popen(
+    argv: list[str],
+    *,
+    env: Mapping[str, str] | None,
+    cwd: Path | None,
+    log: TextIO,
+    stdout: int | IO[bytes],
+) -> subprocess.Popen[bytes]:
+    """The child in its own session; stderr joins stdout in the pipe unless stdout is a file."""
     try:
         return subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stdout=stdout,
+            stderr=subprocess.STDOUT if stdout == subprocess.PIPE else subprocess.PIPE,
             env=dict(env) if env is not None else None,
             cwd=cwd,
             start_new_session=True,
@@ -414,9 +439,10 @@ class _Reader(threading.Thread):
         start: float,
     ) -> None:
         super().__init__(name=f"dlperf-reader-{proc.pid}", daemon=True)
-        assert proc.stdout is not None
-        self._pipe = proc.stdout
-        self._fd = proc.stdout.fileno()
+        pipe = proc.stdout or proc.stderr  # stderr alone when stdout goes to a file
+        assert pipe is not None
+        self._pipe = pipe
+        self._fd = pipe.fileno()
         self._log = log
         self._on_line = on_line
         self._stop_requested = threading.Event()

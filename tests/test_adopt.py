@@ -5,9 +5,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
+import psutil
 import pytest
 
 from dlperf import DlperfError, system
@@ -50,6 +52,95 @@ def test_a_path_that_is_not_a_python_is_refused(tmp_path):
     script.chmod(0o755)
     with pytest.raises(DlperfError, match="exit 139: segmentation fault"):
         adopt(script)
+
+
+def fake_python(where: Path, body: str, *, real_describe: bool = False) -> Path:
+    """A small executable script standing in for an interpreter; `real_describe`: the real
+    Python answers dlperf's description probe (the one that reads importlib.metadata), the
+    script itself every other check."""
+    script = where / "python"
+    forward = f'case "$2" in *metadata*) exec {sys.executable} "$@";; esac\n'
+    script.write_text("#!/bin/bash\n" + (forward if real_describe else "") + body)
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize(
+    "version", ['"three.eleven"', "3.11", '"3.11"', '"3.11.7\\u001b[2J"', "null"]
+)
+def test_a_probe_reporting_a_non_numeric_version_is_refused(tmp_path, version):
+    answer = f'{{"version": {version}, "executable": "/x/python", "prefix": "/x", "dists": []}}'
+    python = fake_python(tmp_path, f"echo '{answer}'\n")
+    with pytest.raises(DlperfError) as err:
+        adopt(python)
+    message = str(err.value)
+    assert message.startswith(f"--python {python} did not run as a Python interpreter (it ")
+    assert "reported the Python version" in message and "not X.Y.Z" in message
+    assert "\x1b" not in message  # quoted as repr: an escape is never sent to the terminal
+
+
+def test_a_probe_answering_with_the_wrong_shapes_is_refused(tmp_path):
+    answer = '{"version": "3.11.7", "executable": "/x/python", "prefix": "/x", "dists": 5}'
+    with pytest.raises(DlperfError, match="distributions in another form"):
+        adopt(fake_python(tmp_path, f"echo '{answer}'\n"))
+
+
+def test_a_probe_printing_50_mb_on_one_line_is_quoted_by_its_tail(tmp_path):
+    flood = "head -c 50000000 /dev/zero | tr '\\0' x >&2\necho ' the end' >&2\nexit 3\n"
+    with pytest.raises(DlperfError) as err:
+        adopt(fake_python(tmp_path, flood))
+    message = str(err.value)
+    assert len(message) < 4000  # a few KB, not 50 MB
+    assert "exit 3: …xxxx" in message and message.count("x") > 500
+    # the framework check, the real Python having described itself: stdout and stderr floods
+    python = fake_python(tmp_path, "head -c 50000000 /dev/zero | tr '\\0' 7\n", real_describe=True)
+    with pytest.raises(DlperfError) as err:
+        adopt(python)
+    assert "printed …7777" in str(err.value) and "not a version" in str(err.value)
+    assert len(str(err.value)) < 4000
+
+
+def test_a_probe_that_hangs_is_ended_with_every_process_it_started(tmp_path, monkeypatch):
+    from dlperf import envs
+
+    pids = tmp_path / "pids"
+    body = (
+        f"sleep 600 & echo $! >> {pids}\n"
+        f"setsid sleep 600 & echo $! >> {pids}\n"  # one that left the process group
+        f"echo $$ >> {pids}\n"
+        "sleep 600\n"
+    )
+    monkeypatch.setattr(envs, "_PROBE_TIMEOUT_S", 1.0)
+    with pytest.raises(DlperfError) as err:
+        adopt(fake_python(tmp_path, body))
+    assert "did not finish within 1 s; it was stopped with every process it started" in str(
+        err.value
+    )
+    started = [int(line) for line in pids.read_text().split()]
+    assert len(started) == 3
+    assert all(wait_gone(pid) for pid in started), [p for p in started if not gone(p)]
+    # the framework check has its own, longer deadline, ended the same way
+    pids.unlink()
+    monkeypatch.setattr(envs, "_VERIFY_TIMEOUT_S", 1.0)
+    with pytest.raises(DlperfError, match="cannot run pytorch: it did not finish within 1 s"):
+        adopt(fake_python(tmp_path, body, real_describe=True))
+    assert all(wait_gone(int(pid)) for pid in pids.read_text().split())
+
+
+def gone(pid: int) -> bool:
+    """True once `pid` no longer runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_gone(pid: int, within_s: float = 10.0) -> bool:
+    """A killed process disappears asynchronously: allow a moment."""
+    deadline = time.monotonic() + within_s
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return gone(pid)
 
 
 def test_a_python_without_the_framework_is_refused_with_the_install_line(bare_python):
