@@ -273,3 +273,42 @@ def test_an_attempt_of_an_older_dlperf_is_resumed_once_its_lock_is_free(tmp_path
     assert json.loads((old / STATE_FILE).read_text())["owner"] == sweep.owner
     assert not (old / LOCK_FILE).exists()
     sweep.close()
+
+
+def test_a_frozen_sweeps_attempts_are_left_alone_and_a_killed_ones_resumed(tmp_path):
+    """Real processes on one results folder: sweep A stopped (SIGSTOP: alive, its one lock
+    held) with both its attempts unfinished; sweep B, run meanwhile, measures attempts of its
+    own. Once A is killed (-9) and B's results are removed, sweep C resumes A's attempts."""
+    import signal
+
+    from dlperf.sweep import STATE_FILE
+
+    (tmp_path / "s.toml").write_text(
+        SWEEP.replace("batch_sizes = [10]", "batch_sizes = [10, 20]")
+        .replace("repeats = 3", "repeats = 2")
+        .replace('"300"', '"100"')
+    )
+    results = tmp_path / "results"
+    a = dlperf("sweep", "s.toml", cwd=tmp_path)
+    wait_for(lambda: len(list(results.rglob("repeat-1.json"))) == 2, "A's repeat 1 of both")
+    a.send_signal(signal.SIGSTOP)
+    try:
+        a_attempts = sorted(p.parent.name for p in results.rglob(STATE_FILE))
+        assert len(a_attempts) == 2
+        code, out, err = finished(dlperf("sweep", "s.toml", cwd=tmp_path))
+        assert code == 0, err
+        assert "resume" not in out + err  # A lives: its attempts are not B's to take
+        b_results = ResultStore(results).results()
+        assert len(b_results) == 2 and not {r.id for r in b_results} & set(a_attempts)
+    finally:
+        a.kill()  # SIGKILL ends a stopped process too; its flock goes with it
+        a.communicate()
+    for result in b_results:  # no stored result: the next sweep measures these again
+        (ResultStore(results).folder(result.spec) / f"{result.id}.json").unlink()
+    code, out, err = finished(dlperf("sweep", "s.toml", cwd=tmp_path))
+    assert code == 0, err
+    assert " ".join((out + err).split()).count("1 repeat(s) already done") == 2
+    stored = ResultStore(results).results()
+    assert sorted(r.id for r in stored) == a_attempts  # C finished A's attempts
+    assert all([x.index for x in r.repeats] == [1, 2] for r in stored)
+    assert not list(results.rglob(STATE_FILE)) and not list((results / ".sweeps").iterdir())
