@@ -550,7 +550,7 @@ def describe_interpreter(
 ) -> InterpreterInfo:
     """Run `python` once to learn what it is; a DlperfError naming the fix when it is not a
     Python that can run the workloads."""
-    python = Path(python).expanduser()
+    python = Path(python).expanduser().absolute()  # ./python: never looked up on PATH
     if not python.exists():
         raise DlperfError(f"--python {python}: no such file; give the path of a Python interpreter")
     if python.is_dir():

@@ -36,7 +36,7 @@ def bare_python(tmp_path_factory) -> Path:
     return where / "bin" / "python"
 
 
-def test_a_path_that_is_not_a_python_is_refused(tmp_path):
+def test_a_path_that_is_not_a_python_is_refused(tmp_path, monkeypatch):
     with pytest.raises(DlperfError, match="no such file"):
         adopt(tmp_path / "nope")
     with pytest.raises(DlperfError, match="is a folder; give the interpreter itself"):
@@ -52,6 +52,9 @@ def test_a_path_that_is_not_a_python_is_refused(tmp_path):
     script.chmod(0o755)
     with pytest.raises(DlperfError, match="exit 139: segmentation fault"):
         adopt(script)
+    monkeypatch.chdir(tmp_path)  # ./python is that file, never a `python` found on PATH
+    with pytest.raises(DlperfError, match=f"--python {script} .*exit 139: segmentation fault"):
+        adopt("./python")
 
 
 def fake_python(where: Path, body: str, *, real_describe: bool = False) -> Path:
