@@ -15,8 +15,10 @@ nothing depends on the time of `dlperf publish`, only on the results' own times.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from dlperf import DlperfError
-from dlperf.files import atomic_write, check_writable, shared_mode
+from dlperf.files import atomic_write, check_writable, shared_mode, storage_error
 from dlperf.history import HistoryPoint, history_points
 from dlperf.identity import Machine, identity_of, machine_of, settings_label
 from dlperf.report._data import (
@@ -397,13 +399,17 @@ def write_site(results_dir: Path, out_dir: Path) -> Site:
     def put(relpath: str, data: str | bytes) -> None:
         """Write a file of the site (atomic_write gives it the umask's mode); a file already
         holding these bytes is left untouched, but gets that mode too: a site is for others
-        to read."""
-        path = out_dir / relpath
+        to read. Never through a symbolic link (`_site_path`)."""
+        path = _site_path(out_dir, relpath)
         raw = data.encode("utf-8") if isinstance(data, str) else data
-        if not (path.is_file() and path.read_bytes() == raw):
+        st = path.lstat() if path.is_file() else None
+        if st is None or path.read_bytes() != raw:
             atomic_write(path, raw)
-        elif path.stat().st_mode & 0o777 != shared_mode():
-            path.chmod(shared_mode())
+        elif st.st_mode & 0o777 != shared_mode():
+            if st.st_nlink > 1:  # a hard link: its other names are not the site's to chmod
+                atomic_write(path, raw)
+            else:
+                path.chmod(shared_mode())
         written.append(path)
 
     put(MARKER, "This folder is a site written by `dlperf publish`.\n")
@@ -439,18 +445,64 @@ def _check_out(results_dir: Path, out_dir: Path) -> None:
         )
 
 
+def _site_path(out_dir: Path, relpath: str) -> Path:
+    """`relpath` in the site, ready to be written: a symbolic link on the way (a folder of
+    the site, or the file itself) is removed as a link, so that nothing is written through it
+    and its target is never touched. `dlperf publish` makes no links: one in its site was put
+    there by someone else, and the site's own file or folder takes its place."""
+    path = out_dir
+    for part in relpath.split("/"):
+        path = path / part
+        try:
+            if path.is_symlink():
+                path.unlink()
+        except OSError as exc:
+            raise storage_error(path, exc) from None
+    return path
+
+
+def _regular_files(folder: Path) -> list[os.DirEntry]:
+    """The plain files in `folder`, not following links (a link is not a file dlperf wrote)."""
+    with os.scandir(folder) as entries:
+        return sorted(
+            (e for e in entries if e.is_file(follow_symlinks=False)), key=lambda e: e.name
+        )
+
+
+def _real_folders(folder: Path) -> list[os.DirEntry]:
+    """The folders in `folder`, not following links."""
+    with os.scandir(folder) as entries:
+        return sorted((e for e in entries if e.is_dir(follow_symlinks=False)), key=lambda e: e.name)
+
+
+def _is_our_page(path: str) -> bool:
+    """A page `dlperf publish` wrote: its generator tag is in its head."""
+    with open(path, "rb") as handle:
+        return GENERATOR.encode() in handle.read(4096)
+
+
 def _prune(out_dir: Path, pages: set[str], copies: set[str]) -> None:
-    """Remove our pages of models without results and copies of results that are gone."""
-    for page in sorted(out_dir.glob("*.html")):
-        if page.name not in pages and GENERATOR in page.read_text(errors="replace"):
-            page.unlink()
-    root = out_dir / "results"
-    for path in sorted(root.glob("*/*.json")) if root.is_dir() else ():
-        if path.relative_to(root).as_posix() not in copies:
-            path.unlink()
-    for folder in sorted(root.glob("*")) if root.is_dir() else ():
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+    """Remove our pages of models without results and copies of results that are gone.
+
+    Only plain files in the site's own folders go: a symbolic link (to a file, a folder,
+    nowhere) is never followed, and never removed here, so whatever it points at, inside the
+    site or out of it, stays as it was."""
+    try:
+        for entry in _regular_files(out_dir):
+            stale = entry.name.endswith(".html") and entry.name not in pages
+            if stale and _is_our_page(entry.path):
+                os.unlink(entry.path)
+        root = out_dir / "results"
+        if root.is_symlink() or not root.is_dir():
+            return
+        for folder in _real_folders(root):
+            for entry in _regular_files(Path(folder.path)):
+                if entry.name.endswith(".json") and f"{folder.name}/{entry.name}" not in copies:
+                    os.unlink(entry.path)
+            with contextlib.suppress(OSError):  # not empty: kept
+                os.rmdir(folder.path)
+    except OSError as exc:
+        raise storage_error(getattr(exc, "filename", None) or out_dir, exc) from None
 
 
 def describe_site(site: Site) -> str:
