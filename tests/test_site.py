@@ -3,6 +3,7 @@ headless Chromium that opens it from disk."""
 
 from __future__ import annotations
 
+import html
 import os
 import random
 import re
@@ -200,7 +201,8 @@ def test_history_keeps_one_series_through_settings_and_versions(tmp_path: Path) 
     assert list(trace.y) == [900.0, 950.0, 1008.9, 702.0]
     assert list(trace.x) == ["2024-03-01 12:00:00", "2024-04-01 12:00:00",
                              "2024-06-01 12:00:00", "2024-06-01 12:00:00"]  # fmt: skip
-    first, second, last = trace.customdata[0], trace.customdata[1], trace.customdata[3]
+    # hover data is escaped text (Plotly reads it as HTML): unescaped, it reads as written
+    first, second, last = ([html.unescape(v) for v in trace.customdata[i]] for i in (0, 1, 3))
     assert first[0] == "20240301T120000Z-old1" and first[5] == "first result"
     assert second[2] == "framework 2.2.0, python 3.11.9, dlperf 0.1.0"
     assert second[4] == "improvement" and second[5] == "framework 2.1.0 -> 2.2.0"
@@ -219,7 +221,7 @@ def test_history_keeps_one_series_through_settings_and_versions(tmp_path: Path) 
     assert line[-1].verdict == "no change"
     (trace,) = history_figure("t", {"pytorch": line}).data
     assert trace.marker.symbol[-1] == "diamond" and trace.marker.line.width[-1] == 2
-    assert trace.customdata[-1][5] == "framework 2.3.1 -> 2.4.0"
+    assert html.unescape(trace.customdata[-1][5]) == "framework 2.3.1 -> 2.4.0"
 
 
 def test_publish_refuses_a_foreign_folder_and_prunes_its_own(tmp_path: Path) -> None:
