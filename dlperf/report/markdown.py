@@ -117,7 +117,7 @@ def _provenance(results: Sequence[Result], results_commit: str | None = None) ->
     commit = f"; the results folder is at git commit {results_commit}" if results_commit else ""
     return (
         f"Made from {len(results)} result{'s' if len(results) != 1 else ''} measured or "
-        f"imported {text(span)} (UTC) by dlperf {text(', '.join(versions))}{text(commit)}."
+        f"imported {text(span)} (UTC) by dlperf {text(', '.join(versions))}{commit}."
     )
 
 
