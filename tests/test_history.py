@@ -213,6 +213,7 @@ def test_a_foreign_or_altered_index_is_rebuilt_from_the_json_files(
     assert not [w for w in caught if w.category is IndexRebuilt]
 
 
+@pytest.mark.multiprocess
 def test_history_on_a_damaged_index_warns_and_never_shows_a_traceback(tmp_path: Path) -> None:
     """The command line on an index whose rows were forged: exit 0, the true medians, the
     warning on stderr."""

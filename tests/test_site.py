@@ -252,6 +252,7 @@ def _tree(folder: Path) -> dict[str, tuple[bytes, int]]:
     }
 
 
+@pytest.mark.multiprocess
 def test_publish_never_follows_a_symlink_out_of_its_site(tmp_path: Path) -> None:
     """Issue 23 row 1: a link in the site (to another results folder's configuration, to a
     file, to nowhere; in place of the site's own results/, assets/, a configuration folder or a
