@@ -212,23 +212,22 @@ def compare(a: Path, b: Path, threshold: float = 0.05, across_machines: bool = F
     return compare_results(load_side(a), load_side(b), threshold, across_machines)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_markdown(c: Comparison) -> str:
     """The comparison as Markdown: the machines, the test, a row per pair, what is only on one
-    side, and why nothing was comparable when that is so."""
+    side, and why nothing was comparable when that is so. Text from the results is escaped as
+    the reports escape it (`dlperf.report.cells`)."""
+    from dlperf.report.cells import cell, text
+
     lines = []
     if c.across_machines:
         lines += [
             "**Across machines** (asked for with --across-machines): A ran on "
-            f"{'; '.join(c.machines_a)}; B ran on {'; '.join(c.machines_b)}.",
+            f"{text('; '.join(c.machines_a))}; B ran on {text('; '.join(c.machines_b))}.",
             "",
         ]
     else:
-        lines += [f"Machine{'s' if len(c.machines_a) > 1 else ''}: "
-                  f"{'; '.join(sorted(set(c.machines_a) | set(c.machines_b)))}.", ""]  # fmt: skip
+        machines = "; ".join(sorted(set(c.machines_a) | set(c.machines_b)))
+        lines += [f"Machine{'s' if len(c.machines_a) > 1 else ''}: {text(machines)}.", ""]
     lines += [
         f"Threshold {c.threshold:.0%}; significance: exact Mann-Whitney U at alpha {ALPHA}, or "
         "95% Student t confidence intervals of the means that do not overlap when there are too "
@@ -245,13 +244,13 @@ def render_markdown(c: Comparison) -> str:
         mark = "**" if r.verdict == "regression" else ""
         machine = r.machine + (f" -> {r.machine_b}" if r.machine_b else "")
         lines.append(
-            f"| {_cell(r.benchmark)} | {_cell(machine)} | {r.metric} | {r.a:.4g} | {r.b:.4g} | "
+            f"| {cell(r.benchmark)} | {cell(machine)} | {cell(r.metric)} | {r.a:.4g} | {r.b:.4g} | "
             f"{r.change:+.1%} | {r.test} | {p} | {mark}{r.verdict}{mark} | "
-            f"{_cell('; '.join(r.differences) or 'none')} |"
+            f"{cell('; '.join(r.differences) or 'none')} |"
         )
-    lines += [f"- only in A: {n}" for n in c.only_a]
-    lines += [f"- only in B: {n}" for n in c.only_b]
-    lines += [f"- {n}" for n in c.notes]
+    lines += [f"- only in A: {text(n)}" for n in c.only_a]
+    lines += [f"- only in B: {text(n)}" for n in c.only_b]
+    lines += [f"- {text(n)}" for n in c.notes]
     if c.reason:
-        lines += ["", f"**Nothing compared:** {c.reason}."]
+        lines += ["", f"**Nothing compared:** {text(c.reason)}."]
     return "\n".join(lines) + "\n"

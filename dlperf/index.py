@@ -13,17 +13,25 @@ Concurrency: a refresh is one SQLite transaction (`BEGIN IMMEDIATE`): two dlperf
 refreshing at once take turns, and a reader sees the index before or after, never half of a
 refresh. A folder dlperf cannot write (read-only, another user's) still works: the index is
 then built in memory, starting from the stored one when it can be read. A corrupt index file is
-removed and rebuilt. Its name starts with a dot and it sits at the top of the folder, where
-`resultio.result_paths` (``*/*.json``, dot-files skipped) never looks; a ``.gitignore`` is
-written beside it (unless the folder has one) so that committed results leave it out.
+removed and rebuilt, and so is one whose tables are not the ones this dlperf makes (another
+program's, another layout) or whose rows are not as dlperf wrote them (each row carries a digest
+of its values, checked with its values' types whenever it is read): the JSON files are the
+truth, and an `IndexRebuilt` warning says what was found. Its name starts with a dot and it
+sits at the top of the folder, where `resultio.result_paths` (``*/*.json``, dot-files skipped)
+never looks; a ``.gitignore`` is written beside it (unless the folder has one, and with the
+umask's mode, as every shared file) so that committed results leave it out.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
+import math
 import os
 import sqlite3
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +48,18 @@ INDEX_FILE = ".index.sqlite"
 # Bumped whenever the columns or how a row is read from a result change; with SCHEMA_VERSION
 # (a newer dlperf may read files an older one skipped) it decides whether the rows still hold.
 # 2: the rows of `dlperf.rows` (benchmark id, machine, settings) instead of configuration keys
-INDEX_FORMAT = 2
+# 3: each row's digest (`_digest`)
+INDEX_FORMAT = 3
 LOCK_TIMEOUT_S = 60.0  # how long a refresh waits for another process's refresh
 SQL_TYPES = {"text": "TEXT", "json": "TEXT", "int": "INTEGER", "bool": "INTEGER", "float": "REAL"}
+STAMP = ("path", "mtime_ns", "size", "inode", "error")  # a results row's file and its error
+STAMP_KINDS = {"path": "text", "mtime_ns": "int", "size": "int", "inode": "int", "error": "text"}
+ROW_KINDS = (*STAMP_KINDS.values(), *(KINDS[name] for name in NAMES))
+
+
+class IndexRebuilt(UserWarning):
+    """The stored index was not as dlperf writes it (another program's tables, rows altered
+    or damaged): it was rebuilt from the JSON files."""
 
 
 @dataclass(frozen=True)
@@ -94,13 +111,13 @@ _CREATE = (
     "CREATE TABLE IF NOT EXISTS results (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, "
     "size INTEGER NOT NULL, inode INTEGER NOT NULL, error TEXT, "
     + ", ".join(f'"{name}" {SQL_TYPES[kind]}' for name, kind in COLUMNS)
-    + ")",
+    + ", digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS results_by_series ON results "
     "(benchmark_id, machine_id, created_utc, id)",
     # compare.significance of two files' values (a: the baseline), valid while both stamps hold
     "CREATE TABLE IF NOT EXISTS significance (a_path TEXT NOT NULL, a_stamp TEXT NOT NULL, "
     "b_path TEXT NOT NULL, b_stamp TEXT NOT NULL, test TEXT NOT NULL, p REAL, "
-    "significant INTEGER NOT NULL, PRIMARY KEY (a_path, b_path))",
+    "significant INTEGER NOT NULL, digest TEXT NOT NULL, PRIMARY KEY (a_path, b_path))",
     "CREATE INDEX IF NOT EXISTS significance_by_b ON significance (b_path)",
 )
 
@@ -121,6 +138,82 @@ def _corrupt(exc: sqlite3.Error) -> bool:
 
 def _format_key() -> str:
     return f"{INDEX_FORMAT}:{SCHEMA_VERSION}"
+
+
+TABLES = ("meta", "results", "significance")
+
+
+def _layout(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
+    """Each of our tables that exists, with its columns (name, type, not null, default, key)."""
+    found = {}
+    for table in TABLES:
+        columns = [tuple(c[1:]) for c in conn.execute(f"PRAGMA table_info({table})")]
+        if columns:
+            found[table] = columns
+    return found
+
+
+@functools.cache
+def _our_layout() -> dict[str, list[tuple]]:
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in _CREATE:
+            conn.execute(statement)
+        return _layout(conn)
+    finally:
+        conn.close()
+
+
+def _digest(values: Sequence[object]) -> str:
+    """What a row's digest column holds: a hash of its other values, as dlperf wrote them."""
+    text = json.dumps(list(values), separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _kind_ok(kind: str, value: object, json_null: bool = False) -> bool:
+    """A value as dlperf writes a column of this kind (`dlperf.rows` kinds); a JSON column is
+    only empty in the row of a file that is no result (`json_null`)."""
+    if value is None:
+        return kind != "json" or json_null
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "json":
+        try:
+            return isinstance(value, str) and isinstance(json.loads(value), list | dict)
+        except ValueError:
+            return False
+    if kind == "bool":
+        return type(value) is int and value in (0, 1)
+    if kind == "int":
+        return type(value) is int
+    return type(value) is float  # "float": SQLite gives REAL back as float
+
+
+def _row_ok(row: Sequence[object]) -> bool:
+    """A results row (STAMP, NAMES, digest) as dlperf wrote it: every value of its column's
+    kind and the digest matching (a row altered by hand or by another program is not)."""
+    kinds = ROW_KINDS
+    *values, digest = row
+    skipped = len(values) > 4 and values[4] is not None  # a file that is no result: its error
+    return (
+        len(values) == len(kinds)
+        and all(_kind_ok(k, v, skipped) for k, v in zip(kinds, values, strict=True))
+        and row[0] is not None
+        and digest == _digest(values)
+    )
+
+
+def _column_value(kind: str, value: object) -> object:
+    """`value` as SQLite will give it back for a column of `kind` (so that its digest holds):
+    flags and counts as integers, measurements as floats, NaN as NULL (as SQLite stores it)."""
+    if value is None:
+        return None
+    if kind in ("bool", "int"):
+        return int(value)  # type: ignore[call-overload]
+    if kind == "float":
+        value = float(value)  # type: ignore[arg-type]
+        return None if math.isnan(value) else value
+    return value
 
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
@@ -144,6 +237,7 @@ class ResultIndex:
     def __init__(self, results_dir: Path, *, in_memory: bool = False) -> None:
         self.results_dir = Path(results_dir)
         self.path = self.results_dir / INDEX_FILE
+        self._rebuilding = False
         self.conn = self._open(in_memory)
 
     # ------------------------------------------------------------------ opening
@@ -155,6 +249,7 @@ class ResultIndex:
             except sqlite3.Error as exc:
                 conn = None
                 if _corrupt(exc):  # the JSON files are the truth: start the index again
+                    self._warn("not an SQLite database, or a damaged one")
                     with contextlib.suppress(OSError):
                         self.path.unlink()
                     with contextlib.suppress(sqlite3.Error):
@@ -171,21 +266,43 @@ class ResultIndex:
         conn = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for statement in _CREATE:
-                conn.execute(statement)
-            stored = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-            if stored is None or stored[0] != _format_key():
-                conn.execute("DELETE FROM results")  # rows of another format: read again
-                conn.execute("DELETE FROM significance")
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('format', ?)",
-                    (_format_key(),),
-                )
+            self._prepare(conn)
             conn.execute("COMMIT")
         except sqlite3.Error:
             conn.close()
             raise
         return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Make the tables. Those of another format (an older dlperf's) are dropped, to be
+        read again; so are tables of this format laid out otherwise, or an index without a
+        format (another program's file, a damaged one), with an IndexRebuilt warning."""
+        found = _layout(conn)
+        if found:
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+                stored = row[0] if row else None
+            except sqlite3.Error:
+                stored = None
+            ours = isinstance(stored, str) and stored.replace(":", "").isdigit()
+            if stored == _format_key() and found != _our_layout() or not ours:
+                self._warn("its tables are not the ones dlperf makes")
+            if stored != _format_key() or found != _our_layout():
+                for table in TABLES:
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in _CREATE:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('format', ?)", (_format_key(),)
+        )
+
+    def _warn(self, what: str) -> None:
+        warnings.warn(
+            f"the results index {self.path}: {what}; rebuilt from the result files "
+            "(the JSON files are the truth)",
+            IndexRebuilt,
+            stacklevel=2,
+        )
 
     def _ignore_in_git(self) -> None:
         """A team that commits its results should not commit the index (a cache that changes
@@ -203,16 +320,18 @@ class ResultIndex:
                 uri = self.path.resolve().as_uri() + "?mode=ro"  # as_uri escapes ? # %
                 stored = sqlite3.connect(uri, uri=True)
                 try:
-                    row = stored.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-                    if row is not None and row[0] == _format_key():
-                        stored.backup(conn)
+                    stored.backup(conn)
                 finally:
                     stored.close()
             except sqlite3.Error:
                 conn.close()
                 conn = sqlite3.connect(":memory:", isolation_level=None)
-        for statement in _CREATE:
-            conn.execute(statement)
+        try:
+            self._prepare(conn)
+        except sqlite3.Error:  # not an index at all: start empty
+            conn.close()
+            conn = sqlite3.connect(":memory:", isolation_level=None)
+            self._prepare(conn)
         return conn
 
     def close(self) -> None:
@@ -251,7 +370,7 @@ class ResultIndex:
             # match either: this keeps the table from growing).
             conn.executemany("DELETE FROM significance WHERE a_path = ? OR b_path = ?",
                              [(p, p) for p in (*removed, *stale)])  # fmt: skip
-            columns = ("path", "mtime_ns", "size", "inode", "error", *NAMES)
+            columns = (*STAMP, *NAMES, "digest")
             insert = (
                 f"INSERT OR REPLACE INTO results ({', '.join(map(_quoted, columns))}) "
                 f"VALUES ({', '.join('?' * len(columns))})"
@@ -262,27 +381,56 @@ class ResultIndex:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
-        skipped = tuple(
-            conn.execute(
-                "SELECT path, error FROM results WHERE error IS NOT NULL ORDER BY path"
-            ).fetchall()
-        )
+        skipped = tuple((str(row[0]), str(row[4])) for row in self._select("error IS NOT NULL"))
         added = sum(path not in known for path in stale)
         return Refresh(len(on_disk), added, len(stale) - added, len(removed), skipped,
                        self.in_memory, self.location)  # fmt: skip
 
     def _read(self, path: str, st: Stat, columns: Sequence[str]) -> tuple[object, ...]:
+        """A file's row: `columns` (STAMP, NAMES, then the digest of the others)."""
         fields: dict[str, object] = {"path": path, "mtime_ns": st[0], "size": st[1],
                                      "inode": st[2], "error": None}  # fmt: skip
         try:
             row = result_row(load_result(self.results_dir / path))
-            fields.update({k: int(v) if KINDS[k] == "bool" and v is not None else v
-                           for k, v in row.items()})  # fmt: skip
+            fields.update({k: _column_value(KINDS[k], v) for k, v in row.items()})
         except DlperfError as exc:
             fields["error"] = str(exc)
         except OSError as exc:  # unreadable since it was listed
             fields["error"] = f"{path}: {exc}"
-        return tuple(fields.get(c) for c in columns)
+        values = [fields.get(c) for c in columns[:-1]]
+        return (*values, _digest(values))
+
+    def _select(self, where: str, args: Sequence[object] = ()) -> list[tuple]:
+        """The rows (STAMP, NAMES, digest) that pass `where`, by benchmark, machine, then time.
+        When one is not as dlperf wrote it, the index is rebuilt from the files (with an
+        IndexRebuilt warning) and the rows are selected again."""
+        sql = (
+            f"SELECT {', '.join(map(_quoted, (*STAMP, *NAMES, 'digest')))} FROM results "
+            f"WHERE {where} ORDER BY benchmark_id, machine_id, created_utc, id, path"
+        )
+        rows = self.conn.execute(sql, args).fetchall()
+        damaged = sum(not _row_ok(row) for row in rows)
+        if not damaged:
+            return rows
+        if not self._rebuilding:
+            self._warn(f"{damaged} row{'s' if damaged != 1 else ''} not as dlperf wrote them")
+            self._rebuilding = True
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self.conn.execute("DELETE FROM results")
+                    self.conn.execute("DELETE FROM significance")
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.conn.execute("ROLLBACK")
+                    raise
+                self.refresh()
+            finally:
+                self._rebuilding = False
+            rows = self.conn.execute(sql, args).fetchall()
+        # Rows damaged still were altered again meanwhile: left out, never shown.
+        return [row for row in rows if _row_ok(row)]
 
     # ------------------------------------------------------------------ querying
 
@@ -323,21 +471,16 @@ class ResultIndex:
             if value is not None:
                 where.append(f"{column} ?")
                 args.append(value)
-        rows = self.conn.execute(
-            "SELECT path, mtime_ns || ':' || size || ':' || inode, "
-            f"{', '.join(map(_quoted, NAMES))} FROM results WHERE {' AND '.join(where)} "
-            "ORDER BY benchmark_id, machine_id, created_utc, id",
-            args,
-        )
-        return [self._indexed(row) for row in rows]
+        return [self._indexed(row) for row in self._select(" AND ".join(where), args)]
 
     @staticmethod
     def _indexed(row: Sequence[object]) -> IndexedResult:
-        data = dict(zip(NAMES, row[2:], strict=True))
+        path, mtime, size, inode = row[:4]
+        data = dict(zip(NAMES, row[len(STAMP) : -1], strict=True))
         for name, kind in COLUMNS:
             if kind == "bool" and data[name] is not None:
                 data[name] = bool(data[name])
-        return IndexedResult(str(row[0]), str(row[1]), data)
+        return IndexedResult(str(path), f"{mtime}:{size}:{inode}", data)
 
     # ------------------------------------------------------------------ compare's test, kept
 
@@ -349,13 +492,22 @@ class ResultIndex:
         wanted = {(a.path, b.path): (a.stamp, b.stamp) for a, b in pairs}
         if not wanted:
             return {}
-        found = {}
+        found, damaged = {}, 0
         rows = self.conn.execute(
-            "SELECT a_path, a_stamp, b_path, b_stamp, test, p, significant FROM significance"
+            "SELECT a_path, a_stamp, b_path, b_stamp, test, p, significant, digest "
+            "FROM significance"
         )
-        for a_path, a_stamp, b_path, b_stamp, test, p, significant in rows:
-            if wanted.get((a_path, b_path)) == (a_stamp, b_stamp):
+        for *values, digest in rows:
+            a_path, a_stamp, b_path, b_stamp, test, p, significant = values
+            if wanted.get((a_path, b_path)) != (a_stamp, b_stamp):
+                continue
+            if digest == _digest(values) and _significance_ok(test, p, significant):
                 found[a_path, b_path] = Significance(test, p, bool(significant))
+            else:  # computed again, and replaced
+                damaged += 1
+        if damaged:
+            self._warn(f"{damaged} kept test{'s' if damaged != 1 else ''} of compare not as "
+                       "dlperf wrote them")  # fmt: skip
         return found
 
     def remember_significances(
@@ -363,8 +515,11 @@ class ResultIndex:
     ) -> None:
         """Keep computed significances for the next call; best effort: an index that cannot
         be written (locked past the timeout, a full disk) just computes them again."""
-        rows = [(a.path, a.stamp, b.path, b.stamp, s.test, s.p, int(s.significant))
-                for a, b, s in found]  # fmt: skip
+        rows = []
+        for a, b, s in found:
+            p = _column_value("float", s.p)
+            values = (a.path, a.stamp, b.path, b.stamp, s.test, p, int(s.significant))
+            rows.append((*values, _digest(values)))
         if not rows:
             return
         try:
@@ -372,7 +527,7 @@ class ResultIndex:
             try:
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO significance (a_path, a_stamp, b_path, b_stamp, "
-                    "test, p, significant) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "test, p, significant, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 self.conn.execute("COMMIT")
@@ -382,6 +537,16 @@ class ResultIndex:
                 raise
         except sqlite3.Error:
             pass
+
+
+def _significance_ok(test: object, p: object, significant: object) -> bool:
+    return (
+        _kind_ok("text", test)
+        and test is not None
+        and _kind_ok("float", p)
+        and _kind_ok("bool", significant)
+        and significant is not None
+    )
 
 
 def open_index(results_dir: Path, *, in_memory: bool = False) -> tuple[ResultIndex, Refresh]:

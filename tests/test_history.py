@@ -8,7 +8,9 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from dlperf.cli import app
 from dlperf.compare import compare_pair
 from dlperf.history import HistoryFilters, history, history_points
 from dlperf.identity import benchmark_id
-from dlperf.index import INDEX_FILE, ResultIndex, open_index
+from dlperf.index import INDEX_FILE, IndexRebuilt, ResultIndex, open_index
 from dlperf.resultio import SkippedResult, load_result
 from dlperf.schema import (
     SCHEMA_VERSION,
@@ -155,14 +157,90 @@ def test_index_keeps_an_unreadable_file_as_skipped_until_it_changes(tmp_path: Pa
 def test_a_corrupt_index_is_rebuilt_and_another_format_is_read_again(tmp_path: Path) -> None:
     store(tmp_path, result(BASE, when="2025-01-01T10:00:00+00:00"))
     (tmp_path / INDEX_FILE).write_bytes(b"this is not an SQLite database" * 100)
-    index, refresh = open_index(tmp_path)
+    with pytest.warns(IndexRebuilt, match="not an SQLite database"):
+        index, refresh = open_index(tmp_path)
     index.close()
     assert not refresh.in_memory and refresh.added == 1
     with sqlite3.connect(tmp_path / INDEX_FILE) as conn:
-        conn.execute("UPDATE meta SET value = 'old' WHERE key = 'format'")
+        conn.execute("UPDATE meta SET value = '2:7' WHERE key = 'format'")  # an older dlperf's
     index, refresh = open_index(tmp_path)
     index.close()
     assert refresh.added == 1  # the old format's rows were dropped and read again
+
+
+INDEX_DAMAGE = {
+    "another program's column": [
+        "ALTER TABLE results ADD COLUMN note TEXT NOT NULL DEFAULT 'theirs'"],
+    "another program's table": [
+        "DROP TABLE results",
+        "CREATE TABLE results (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, "
+        "inode INTEGER, error TEXT, verdict TEXT)",
+        "INSERT INTO results VALUES ('x/y.json', 1, 2, 3, NULL, 'forged')"],
+    "no format": ["DELETE FROM meta"],
+    "values not JSON": ["UPDATE results SET \"values\" = 'not json'"],
+    "settings not JSON": ["UPDATE results SET settings = '{'"],
+    "a median as text": ["UPDATE results SET median = 'fast'"],
+    "a count as text": ["UPDATE results SET n = 'seven'"],
+    "a forged median": ["UPDATE results SET median = 12345.0 WHERE median IS NOT NULL"],
+    "a forged version": ["UPDATE results SET framework_version = '9.9.9-forged'"],
+    "a forged test of compare": ["UPDATE significance SET p = 'low', significant = 7"],
+    "a forged verdict of compare": ["UPDATE significance SET significant = 1 - significant"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("damage", INDEX_DAMAGE)
+def test_a_foreign_or_altered_index_is_rebuilt_from_the_json_files(
+    tmp_path: Path, damage: str
+) -> None:
+    """Issue 23 row 9: a real index altered with sqlite3 (other columns, another program's
+    table, rows with non-JSON, mistyped or forged values whose file stamps still match): the
+    history is the JSON files', with an IndexRebuilt warning, then quiet again."""
+    timeline(tmp_path)
+    truth = [asdict(p) for p in history_points(tmp_path)]
+    with sqlite3.connect(tmp_path / INDEX_FILE) as conn:
+        for statement in INDEX_DAMAGE[damage]:
+            conn.execute(statement)
+    conn.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [asdict(p) for p in history_points(tmp_path)]
+    assert got == truth
+    rebuilt = [str(w.message) for w in caught if w.category is IndexRebuilt]
+    assert len(rebuilt) == 1 and "rebuilt from the result files" in rebuilt[0], rebuilt
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [asdict(p) for p in history_points(tmp_path)] == truth
+    assert not [w for w in caught if w.category is IndexRebuilt]
+
+
+@pytest.mark.multiprocess
+def test_history_on_a_damaged_index_warns_and_never_shows_a_traceback(tmp_path: Path) -> None:
+    """The command line on an index whose rows were forged: exit 0, the true medians, the
+    warning on stderr."""
+    timeline(tmp_path)
+    history_points(tmp_path)
+    with sqlite3.connect(tmp_path / INDEX_FILE) as conn:
+        conn.execute("UPDATE results SET median = 4242.0, \"values\" = 'oops'")
+    conn.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "dlperf", "history", "--results-dir", str(tmp_path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "4242" not in done.stdout
+    assert "warning: the results index" in done.stderr and "rebuilt" in done.stderr
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_the_index_gitignore_follows_the_umask(tmp_path: Path, umask: int) -> None:
+    """The `.gitignore` written beside the index has the mode every shared file gets under
+    the umask (0644 under 022), not a temporary file's 0600 (issue 23)."""
+    store(tmp_path, result(BASE, when="2025-01-01T10:00:00+00:00"))
+    code = "import sys; from dlperf.index import open_index; open_index(sys.argv[1])[0].close()"
+    subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], check=True, preexec_fn=lambda: os.umask(umask)
+    )
+    assert (tmp_path / ".gitignore").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_an_index_that_cannot_be_written_lives_in_memory(tmp_path: Path) -> None:

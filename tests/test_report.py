@@ -533,7 +533,7 @@ def test_official_numbers_of_two_profiles_never_share_a_row() -> None:
     assert len(rows) == 2  # one row per profile, never the two in one cell
     assert any("official (current)" in r and "| 2900.00" in r and "| 900.00" not in r for r in rows)
     assert any("official (dlperf-2020)" in r and "| 900.00" in r for r in rows)
-    assert "| pytorch | current | pt-current | https://github.com/pytorch/examples @ " in text
+    assert "| pytorch | current | pt-current | `https://github.com/pytorch/examples` @ " in text
     assert "| pytorch | dlperf-2020 | pt-dlperf-2020 |" in text
 
 

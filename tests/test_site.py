@@ -3,9 +3,11 @@ headless Chromium that opens it from disk."""
 
 from __future__ import annotations
 
+import html
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +19,7 @@ from dlperf import DlperfError
 from dlperf.identity import machine_of
 from dlperf.report.figures import history_figure
 from dlperf.report.markdown import render_model_report
+from dlperf.report.site import GENERATOR as SITE_GENERATOR
 from dlperf.report.site import (
     PLOTLY_JS,
     history,
@@ -198,7 +201,8 @@ def test_history_keeps_one_series_through_settings_and_versions(tmp_path: Path) 
     assert list(trace.y) == [900.0, 950.0, 1008.9, 702.0]
     assert list(trace.x) == ["2024-03-01 12:00:00", "2024-04-01 12:00:00",
                              "2024-06-01 12:00:00", "2024-06-01 12:00:00"]  # fmt: skip
-    first, second, last = trace.customdata[0], trace.customdata[1], trace.customdata[3]
+    # hover data is escaped text (Plotly reads it as HTML): unescaped, it reads as written
+    first, second, last = ([html.unescape(v) for v in trace.customdata[i]] for i in (0, 1, 3))
     assert first[0] == "20240301T120000Z-old1" and first[5] == "first result"
     assert second[2] == "framework 2.2.0, python 3.11.9, dlperf 0.1.0"
     assert second[4] == "improvement" and second[5] == "framework 2.1.0 -> 2.2.0"
@@ -217,7 +221,7 @@ def test_history_keeps_one_series_through_settings_and_versions(tmp_path: Path) 
     assert line[-1].verdict == "no change"
     (trace,) = history_figure("t", {"pytorch": line}).data
     assert trace.marker.symbol[-1] == "diamond" and trace.marker.line.width[-1] == 2
-    assert trace.customdata[-1][5] == "framework 2.3.1 -> 2.4.0"
+    assert html.unescape(trace.customdata[-1][5]) == "framework 2.3.1 -> 2.4.0"
 
 
 def test_publish_refuses_a_foreign_folder_and_prunes_its_own(tmp_path: Path) -> None:
@@ -237,6 +241,72 @@ def test_publish_refuses_a_foreign_folder_and_prunes_its_own(tmp_path: Path) -> 
     assert not gone.exists()
     with pytest.raises(DlperfError, match="no results"):
         write_site(tmp_path / "empty", tmp_path / "site2")
+
+
+def _tree(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under `folder` with its bytes and mode (links not followed)."""
+    return {
+        p.relative_to(folder).as_posix(): (p.read_bytes(), p.stat().st_mode)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+@pytest.mark.multiprocess
+def test_publish_never_follows_a_symlink_out_of_its_site(tmp_path: Path) -> None:
+    """Issue 23 row 1: a link in the site (to another results folder's configuration, to a
+    file, to nowhere; in place of the site's own results/, assets/, a configuration folder or a
+    page) is never followed: the other folder's files keep their bytes and modes, publish
+    succeeds, and the links are removed as links or left as they are."""
+    results = write_results(tmp_path / "results")
+    other = tmp_path / "other"
+    other_results = write_results(other / "results")
+    (other / "notes.html").write_text(f"<html><head>{SITE_GENERATOR}</head></html>\n")
+    (other / "assets").mkdir()
+    (other / "assets" / "theirs.css").write_text("body {}\n")
+    (other / "assets" / "plotly.min.js").write_text("theirs\n")
+    before = _tree(other)
+    other_config = max(
+        (p for p in other_results.iterdir() if p.is_dir()), key=lambda p: len(list(p.iterdir()))
+    )
+    assert len(list(other_config.glob("*.json"))) >= 2  # as the probe's: two JSONs
+
+    site = tmp_path / "site"
+    write_site(results, site)
+    ours = next(p for p in sorted((site / "results").iterdir()) if p.is_dir())
+    (site / "results" / "x").symlink_to(other_config)  # the probe's link
+    (site / "results" / "dangling").symlink_to(tmp_path / "nowhere")
+    (site / "results" / ours.name / "gone.json").symlink_to(next(other_config.glob("*.json")))
+    (site / "results" / ours.name / "loop.json").symlink_to("loop.json")
+    (site / "stale.html").symlink_to(other / "notes.html")  # a "page of ours" elsewhere
+    shutil.rmtree(site / "assets")
+    (site / "assets").symlink_to(other / "assets")
+    write_site(results, site)
+    assert _tree(other) == before
+    assert (site / "results" / "x").is_symlink() and (site / "stale.html").is_symlink()
+    assert not (site / "assets").is_symlink()  # the site's own folder took its place
+    assert (site / "assets" / "plotly.min.js").read_bytes() != b"theirs\n"
+
+    # The site's own results/ folder, then one of its configurations, are links elsewhere.
+    for link, target in ((site / "results", other_results), (ours, other_config)):
+        shutil.rmtree(link)
+        link.symlink_to(target)
+        write_site(results, site)
+        assert _tree(other) == before
+        assert not link.is_symlink() and link.is_dir()
+    assert _tree(site / "results") == {
+        k: v for k, v in _tree(results).items() if not k.startswith(".")
+    }
+
+    # From the command line, with the probe's link again: no traceback, exit 0.
+    (site / "results" / "y").symlink_to(other_config)
+    done = subprocess.run(
+        [sys.executable, "-m", "dlperf", "publish", "--results-dir", str(results),
+         "--out", str(site)], capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert _tree(other) == before
 
 
 # ---------------------------------------------------------------- a real browser

@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import typer
 from rich.markup import escape as esc
 
 import dlperf.cli.options as o
-from dlperf.cli.render import console, doctor_checks_table, err, model_checks_table, print_peak
+from dlperf.cli.render import (
+    console,
+    doctor_checks_table,
+    err,
+    model_checks_table,
+    print_peak,
+    write_json,
+)
 
 
 def check_models_cmd(framework: o.OnlyFrameworks = None, model: o.OnlyModels = None) -> None:
@@ -33,7 +39,7 @@ def doctor(json_out: o.DoctorJson = False, measure_peak: o.MeasurePeak = False) 
     peak = cpu_peak(refresh=measure_peak)
     if json_out:
         payload = {"machine": info, "cpu_peak": peak, "checks": checks_as_dicts(checks)}
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        write_json(json.dumps(payload, indent=2) + "\n")
         return
     print_peak(info, peak)
     console.print(doctor_checks_table(checks))

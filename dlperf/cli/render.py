@@ -6,16 +6,61 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO
 
 from rich.console import Console
 from rich.markup import escape as esc
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.segment import Segment
 from rich.table import Table
+from rich.text import Text
 
+from dlperf.printable import printable, printable_json
 from dlperf.stats import ci_text
 
-console = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+
+class PrintableConsole(Console):
+    """A rich Console that never sends a control character it did not make itself: every piece
+    of text it prints (messages, table cells, progress descriptions; stored text among them: a
+    workload's reason, a framework version, a host name, a warning) has its control
+    characters shown escaped (`dlperf.printable`), while rich's own styles and cursor moves
+    (control segments) go out as they are."""
+
+    def render_str(self, text: str, **kwargs) -> Text:  # type: ignore[override]
+        # Before rich measures it: tables keep their widths with the escapes in.
+        return super().render_str(printable(text, keep_lines=True), **kwargs)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # Whatever reached the buffer another way (a Text built directly): the last gate.
+        return super()._render_buffer(map(_printable_segment, buffer))
+
+
+def _printable_segment(segment: Segment) -> Segment:
+    if segment.control:  # rich's own: a cursor move, a screen clear it decided on
+        return segment
+    return Segment(printable(segment.text, keep_lines=True), segment.style)
+
+
+console = PrintableConsole(width=None if sys.stdout.isatty() else 120)
+err = PrintableConsole(stderr=True, width=None if sys.stderr.isatty() else 120)
+
+
+def write_text(text: str, stream: TextIO | None = None) -> None:
+    """Text made outside rich (Markdown of `compare`, FAMBench's table) on stdout (or
+    `stream`), control characters escaped as the consoles do."""
+    (stream or sys.stdout).write(printable(text, keep_lines=True))
+
+
+def write_json(text: str, stream: TextIO | None = None) -> None:
+    """A JSON document (a stored result, as stored) on stdout: the same JSON value, with the
+    controls JSON lets through raw (C1, DEL, U+2028) written as \\u escapes."""
+    (stream or sys.stdout).write(printable_json(text))
+
+
+def write_data(text: str) -> None:
+    """Exported data (CSV) on stdout: byte for byte into a pipe or a file, control characters
+    escaped only when stdout is a terminal, where they would act."""
+    sys.stdout.write(printable(text, keep_lines=True) if sys.stdout.isatty() else text)
 
 
 def repeat_progress(out: Console, *, transient: bool = False) -> Progress:
@@ -48,7 +93,7 @@ def print_json(data: object) -> None:
     """One JSON document on stdout, for --json: never through rich, which would wrap it."""
     import json
 
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    write_json(json.dumps(data, indent=2) + "\n")
 
 
 def print_summary(out: Console, result, path: Path) -> None:

@@ -19,6 +19,9 @@ from dlperf.cli.render import (
     history_tables,
     print_json,
     score_tables,
+    write_data,
+    write_json,
+    write_text,
 )
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
@@ -137,7 +140,7 @@ def parse(
     if json_out:  # the files as stored, byte for byte; several as one JSON list
         stored = [path.read_text().rstrip("\n") for _, path in imported]
         one = len(stored) == 1
-        sys.stdout.write((stored[0] if one else "[\n" + ",\n".join(stored) + "\n]") + "\n")
+        write_json((stored[0] if one else "[\n" + ",\n".join(stored) + "\n]") + "\n")
     if failed:
         raise typer.Exit(2)
 
@@ -156,7 +159,7 @@ def report(
         raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
     if style == "fambench":
         paths, table = write_fambench_report(results_dir, reports_dir)
-        sys.stdout.write(table)
+        write_text(table)
         for path in paths:
             console.print(f"wrote {path}", markup=False)
         return
@@ -223,7 +226,7 @@ def export(
         data = results_csv(results) if format_ == "csv" else results_parquet(results)
         what = f"{len(results)} result(s)"
     if out is None:
-        sys.stdout.write(data)  # csv, json or superbench: text
+        write_data(data) if format_ == "csv" else write_json(data)  # text: json, superbench
     else:
         atomic_write(out, data)
         err.print(f"wrote {what} to {out}", markup=False)
@@ -258,7 +261,7 @@ def score(
                 "other / other tasks; freeze with --hierarchy score.yml to place it"
             )
         if json_out:
-            sys.stdout.write(freeze.read_text())
+            write_json(freeze.read_text())
         return
     s = scoring.score(results_dir, reference, hierarchy, flat, machine, across_machines)
     if s.reference_machine and s.reference_machine != s.machine:
@@ -297,7 +300,7 @@ def compare(
 
     c = compare_sides(a, b, threshold, across_machines)
     text = render_markdown(c)
-    (sys.stderr if json_out else sys.stdout).write(text)
+    write_text(text, sys.stderr if json_out else sys.stdout)
     if json_out:
         print_json(
             {

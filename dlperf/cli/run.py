@@ -20,6 +20,7 @@ from dlperf.cli.render import (
     repeat_progress,
     repeat_value,
     results_table,
+    write_json,
 )
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
@@ -108,7 +109,7 @@ def run(
     if efficiency is not None:
         print_scaling(out, result, base, efficiency, SUSPECT_EFFICIENCY)
     if json_out:
-        sys.stdout.write(path.read_text())
+        write_json(path.read_text())
     if result.status.value != "ok":
         raise typer.Exit(2)
 

@@ -10,6 +10,7 @@ ablation of it (`ablations`).
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import statistics
 from collections.abc import Iterable, Sequence
@@ -315,8 +316,16 @@ def _ablation_order(a: Ablation) -> tuple:
             identity_of(a.variant).key)  # fmt: skip
 
 
+STEM_CHARS = 80  # a page's name and its charts' suffixes stay far below a file name's 255 bytes
+
+
 def file_stem(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", model)
+    """A model's pages and charts are named after it: its letters, digits, `_.-`; a name
+    longer than STEM_CHARS is cut and told apart by a hash of the whole."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", model)
+    if len(stem) <= STEM_CHARS:
+        return stem
+    return f"{stem[: STEM_CHARS - 9]}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
 
 
 def chart_file(model: str, machine: str | None = None, kind: str = "throughput") -> str:

@@ -1,25 +1,76 @@
-"""How one number or one table reads in a report: pure text, no ordering or selection."""
+"""How one number or one table reads in a report: pure text, no ordering or selection.
+
+Text from a result (a framework version, a host name, a warning, a settings value, a machine
+label, LoadGen's reasons: anything a workload, a log or a hand-edited file can put there) enters
+Markdown through `text` (or `code`), which makes it read as exactly that text wherever the
+Markdown is rendered: on GitHub, or as the site's HTML. Markdown that dlperf writes around
+such text is a `Markdown` string; `table` and `heading` escape any other string as text.
+"""
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 
+from dlperf.printable import printable
 from dlperf.report._data import first_failed, ok_count
 from dlperf.schema import Result, ResultStatus
 
 DASH = "—"
 
 
-def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|")
+class Markdown(str):
+    """Markdown written by dlperf, any text from results in it already escaped (`text`,
+    `code`): `table` and `heading` take it as it is."""
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """A Markdown table's lines, and the blank line after it."""
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+# What can start a link, an image, a code span, emphasis or strikethrough, or escape the
+# escaping; `<` where it can open raw HTML or an autolink (not in "3 < 6"); `&` where it
+# makes an entity; `_` only where it is not inside a word (there it is no emphasis, and
+# identifiers such as channels_last stay readable). `|` is `cell`'s: a table must see `\|`,
+# never `\\|`.
+_SPECIAL = re.compile(
+    r"[\\`*\[\]~]|<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])"
+)
+# GitHub links a bare URL or www. address: a backslash before its ':' or '.' keeps it text.
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])(?=://)|(?<=\bwww)(?=\.)")
+_BREAKS = re.compile(r"[\r\n\t]+")
+
+
+def text(value: object) -> Markdown:
+    """Text from a result as Markdown that shows exactly that text: no link, image, HTML,
+    emphasis or code span comes of it, no bare URL is linked, and no line break can end a
+    table row or a list item (new lines read as spaces; control characters, U+2028 and U+2029
+    as escapes, `dlperf.printable`)."""
+    flat = printable(_BREAKS.sub(" ", str(value)))
+    return Markdown(_AUTOLINK.sub("\\\\", _SPECIAL.sub(r"\\\g<0>", flat)))
+
+
+def code(value: object) -> Markdown:
+    """Text from a result as an inline code span (a benchmark id, a configuration). Text a
+    code span cannot hold as it is (a backtick, a backslash: a table splits at `\\|` on GitHub,
+    a control character) is escaped `text` instead."""
+    flat = printable(_BREAKS.sub(" ", str(value)))
+    if "`" in flat or "\\" in flat or not flat.strip():
+        return text(value)
+    return Markdown(f"`{flat}`")
+
+
+def md(value: object) -> Markdown:
+    """`value` as Markdown: dlperf's own (`Markdown`) as it is, anything else as `text`."""
+    return value if isinstance(value, Markdown) else text(value)
+
+
+def cell(value: object) -> str:
+    """A table cell: `md`, with `|` escaped so that the row keeps its columns."""
+    return md(value).replace("|", "\\|")
+
+
+def table(header: Sequence[object], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A Markdown table's lines, and the blank line after it: every cell a `cell`."""
+    out = ["| " + " | ".join(map(cell, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
     return [*out, ""]
 
 

@@ -4,13 +4,17 @@ name the machine.
 
 matplotlib is imported when a chart is drawn, never at import time, and only through its
 object API with the Agg canvas: no pyplot global state, no backend switch for the caller.
+Labels are text from results: drawn as text (`_as_text`), never read as mathtext.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
+from dlperf.printable import printable
 from dlperf.report._data import (
     Config,
     configs,
@@ -28,15 +32,34 @@ DPI = 100
 def _x_label(c: Config) -> str:
     first = f"{c.mode} {c.precision_label} {c.device}"
     second = f"b{c.batch} {c.topology}" + (f" {c.shape_label}" if c.shape_label != "—" else "")
-    return f"{first}\n{second}" + (f"\n{c.impl_label}" if c.impl_label != "ootb" else "")
+    third = [c.impl_label] if c.impl_label != "ootb" else []
+    return "\n".join(printable(line) for line in (first, second, *third))
 
 
 def _title(text: str, results: Sequence[Result]) -> str:
     hardware = hardware_label(results)
-    title = text + (f" on {hardware}" if hardware else "")
+    title = printable(text + (f" on {hardware}" if hardware else ""))
     return title if len(title) <= 110 else title[:109] + "…"
 
 
+Drawn = TypeVar("Drawn")
+
+
+def _as_text(draw: Callable[..., Drawn]) -> Callable[..., Drawn]:
+    """While a chart is made and saved, `$...$` in a label is text: never matplotlib's
+    mathtext, which would draw it as a formula, or raise on one it cannot parse."""
+
+    @functools.wraps(draw)
+    def drawing(*args, **kwargs) -> Drawn:
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+
+    return drawing
+
+
+@_as_text
 def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
     """Bars = median samples/s of each framework's headline (default settings), error bars =
     min–max; failed configurations show 'failed'."""
@@ -72,7 +95,7 @@ def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
             low.append(t.median - t.min)
             high.append(t.max - t.median)
         color = f"C{j % 10}"
-        ax.bar(xs, heights, width, yerr=[low, high], capsize=3, label=fw, color=color)
+        ax.bar(xs, heights, width, yerr=[low, high], capsize=3, label=printable(fw), color=color)
         for x in failed_xs:
             ax.bar([x], [0], width, color=color)
             ax.text(x, 0, "failed", rotation=90, ha="center", va="bottom", fontsize=8, color="red")
@@ -88,6 +111,7 @@ def render_chart(results: Sequence[Result], model: str, path: Path) -> None:
     fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
 
 
+@_as_text
 def render_scaling_chart(results: Sequence[Result], model: str, path: Path) -> bool:
     """Speedup vs devices per framework with the ideal (linear) line; False when no framework
     has results at more than one topology (nothing is drawn then)."""
@@ -104,7 +128,7 @@ def render_scaling_chart(results: Sequence[Result], model: str, path: Path) -> b
     ax.plot([1, top], [1, top], linestyle="--", color="grey", label="ideal (linear)")
     for i, (label, points) in enumerate(series.items()):
         ax.plot([d for d, _ in points], [s for _, s in points], marker="o", color=f"C{i % 10}",
-                label=label)  # fmt: skip
+                label=printable(label))  # fmt: skip
     ax.set_xlabel("devices (nodes x devices per node)")
     ax.set_ylabel("speedup vs 1 device (median samples/s)")
     ax.set_title(_title(f"{model} scaling", select(results, model)), fontsize=10)

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 
 from dlperf.history import HistoryPoint
 from dlperf.identity import commit_label, settings_label
+from dlperf.printable import printable
 from dlperf.report._data import (
     Config,
     configs,
@@ -50,6 +51,14 @@ def _plot_time(created: str) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
     return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def plot_text(value: object) -> str:
+    """Text from results as a chart shows it: Plotly reads titles, legends and hover labels as
+    a little HTML (`<a href>`, `<br>`, entities), so stored text is escaped to be only text,
+    its control characters shown (`dlperf.printable`). Stored text never goes into a
+    hovertemplate itself (its `%{...}` would be read as a field): it comes in as data."""
+    return html.escape(printable(str(value)))
 
 
 # ---------------------------------------------------------------- charts
@@ -101,11 +110,11 @@ def _template():
 def _title(text: str, results: Sequence[Result]) -> str:
     """A chart's title: what it shows and on which machine (a chart is one machine's)."""
     hardware = hardware_label(results)
-    return html.escape(text + (f" on {hardware}" if hardware else ""))
+    return plot_text(text + (f" on {hardware}" if hardware else ""))
 
 
 def _label(c: Config) -> str:
-    return html.escape(_x_label(c)).replace("\n", "<br>")
+    return "<br>".join(map(plot_text, _x_label(c).split("\n")))
 
 
 def throughput_figure(chosen: Sequence[Result], model: str, metric: str = "throughput"):
@@ -134,18 +143,19 @@ def throughput_figure(chosen: Sequence[Result], model: str, metric: str = "throu
                     continue
                 xs.append(label), ys.append(value), low.append(0.0), high.append(0.0)
                 texts.append("")
-                hover.append(f"{r.id}<br>{value:.4g} samples/J")
+                hover.append(f"{plot_text(r.id)}<br>{value:.4g} samples/J")
                 continue
             xs.append(label)
             if failed:
                 ys.append(0.0), low.append(0.0), high.append(0.0), texts.append("failed")
-                hover.append(f"{r.id}: failed")
+                hover.append(f"{plot_text(r.id)}: failed")
                 continue
             ys.append(t.median), low.append(t.median - t.min), high.append(t.max - t.median)
             texts.append("")
             hover.append(
-                f"{r.id}<br>median {t.median:.2f} {t.unit} (min {t.min:.2f}, max {t.max:.2f}, "
-                f"{t.n} ok repeats)<br>{r.spec.framework} {r.environment.framework_version or ''}"
+                f"{plot_text(r.id)}<br>median {t.median:.2f} {plot_text(t.unit)} (min "
+                f"{t.min:.2f}, max {t.max:.2f}, {t.n} ok repeats)<br>"
+                + plot_text(f"{r.spec.framework} {r.environment.framework_version or ''}")
             )
         if not xs:
             continue
@@ -155,7 +165,7 @@ def throughput_figure(chosen: Sequence[Result], model: str, metric: str = "throu
             error = {"type": "data", "symmetric": False, "array": high, "arrayminus": low}
         figure.add_trace(
             go.Bar(
-                name=fw,
+                name=plot_text(fw),
                 x=xs,
                 y=ys,
                 error_y=error,
@@ -203,7 +213,7 @@ def scaling_figure(chosen: Sequence[Result], model: str):
                 x=[d for d, _ in points],
                 y=[s for _, s in points],
                 mode="lines+markers",
-                name=label,
+                name=plot_text(label),
                 hovertemplate="%{x} devices: speedup %{y:.2f}",
             )  # fmt: skip
         )
@@ -239,8 +249,9 @@ def latency_figure(chosen: Sequence[Result], model: str):
         label += f" {c.topology}" + (f" [{c.settings_text}]" if c.settings else "")
         xs = [n for n in names if n in r.metrics.latency_ms]
         figure.add_trace(
-            go.Bar(name=label, x=xs, y=[r.metrics.latency_ms[n] for n in xs],
-                   hovertemplate=f"{html.escape(r.id)}<br>%{{x}}: %{{y:.3g}} ms<extra></extra>")
+            go.Bar(name=plot_text(label), x=xs, y=[r.metrics.latency_ms[n] for n in xs],
+                   customdata=[plot_text(r.id)] * len(xs),
+                   hovertemplate="%{customdata}<br>%{x}: %{y:.3g} ms<extra></extra>")
         )  # fmt: skip
     figure.update_layout(
         title=_title(f"{model} latency percentiles", chosen),
@@ -264,7 +275,7 @@ def _symbol(p: HistoryPoint) -> str:
 def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
     """Medians over time, a line per series (a benchmark on one machine); significant changes
     and changed settings or environment marked. None when no series has more than one
-    point."""
+    point. `title`: text, escaped here."""
     import plotly.graph_objects as go
 
     if not any(len(points) > 1 for points in lines.values()):
@@ -275,14 +286,15 @@ def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
         if not kept:
             continue
         custom = [
-            [p.result_id, p.created, _versions(p), _commits(p), p.verdict,
-             "; ".join(p.changes) or ("first result" if p.baseline_id is None else
-                                      "nothing changed"), _settings(p)]
+            list(map(plot_text, [
+                p.result_id, p.created, _versions(p), _commits(p), p.verdict,
+                "; ".join(p.changes) or ("first result" if p.baseline_id is None else
+                                         "nothing changed"), _settings(p)]))
             for p in kept
         ]  # fmt: skip
         figure.add_trace(
             go.Scatter(
-                name=name,
+                name=plot_text(name),
                 x=[_plot_time(p.created) for p in kept],
                 y=[p.median for p in kept],
                 mode="lines+markers",
@@ -293,19 +305,19 @@ def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
                 },
                 customdata=custom,
                 hovertemplate=(
-                    "%{y:.2f} " + html.escape(kept[0].unit) + "<br>result %{customdata[0]}"
+                    "%{y:.2f} " + plot_text(kept[0].unit) + "<br>result %{customdata[0]}"
                     "<br>created %{customdata[1]}<br>settings: %{customdata[6]}"
                     "<br>versions: %{customdata[2]}<br>commits: %{customdata[3]}"
                     "<br>vs previous: %{customdata[4]}<br>changed: %{customdata[5]}"
-                    "<extra>" + html.escape(name) + "</extra>"
+                    "<extra>%{fullData.name}</extra>"
                 ),
             )
         )
     unit = next(iter(lines.values()))[0].unit
     figure.update_layout(
-        title=title,
+        title=plot_text(title),
         xaxis_title="created (UTC)",
-        yaxis_title=f"median {unit}",
+        yaxis_title=plot_text(f"median {unit}"),
         legend={"orientation": "h", "y": -0.25},
     )
     return figure

@@ -23,7 +23,7 @@ from dlperf.report._data import (
     scaling_series,
     select,
 )
-from dlperf.report.cells import DASH, per_joule_text, table
+from dlperf.report.cells import DASH, Markdown, code, per_joule_text, table, text
 from dlperf.report.tables import (
     ablation,
     cross_framework,
@@ -49,7 +49,7 @@ def render_model_report(
     chosen = select(results, model)
     model_def = MODELS.get(model)
     description = model_def.description if model_def else model
-    lines = [f"# {model}: {description}", "", GENERATED, ""]
+    lines = [f"# {text(model)}: {text(description)}", "", GENERATED, ""]
     if not chosen:
         return "\n".join([*lines, "No results for this model yet.", ""])
     machines = by_machine(chosen)
@@ -63,7 +63,7 @@ def render_model_report(
     several = len(machines) > 1
     for machine, mine in machines:
         if several:
-            lines += heading(2, machine_heading(machine))
+            lines += heading(2, machine_heading(machine))  # escaped by heading
         lines += machine_section(mine, model, machine, several, footnotes)
     lines += _telemetry(chosen, several)
     lines += _all_results(chosen, several)
@@ -117,7 +117,7 @@ def _provenance(results: Sequence[Result], results_commit: str | None = None) ->
     commit = f"; the results folder is at git commit {results_commit}" if results_commit else ""
     return (
         f"Made from {len(results)} result{'s' if len(results) != 1 else ''} measured or "
-        f"imported {span} (UTC) by dlperf {', '.join(versions)}{commit}."
+        f"imported {text(span)} (UTC) by dlperf {text(', '.join(versions))}{commit}."
     )
 
 
@@ -139,13 +139,13 @@ def _machines_line(machines: Sequence[tuple[Machine, Sequence[Result]]]) -> str:
 
 def _named(machine: Machine) -> str:
     if not machine.known:
-        return f"**{machine.label}** (no hardware recorded)"
-    return f"**{machine.label}** (machine `{machine.id}`)"
+        return f"**{text(machine.label)}** (no hardware recorded)"
+    return f"**{text(machine.label)}** (machine {code(machine.id)})"
 
 
 def _hosts(results: Iterable[Result]) -> str:
     hosts = sorted({r.environment.host for r in results})
-    return f"host{'s' if len(hosts) != 1 else ''} {', '.join(hosts)}"
+    return f"host{'s' if len(hosts) != 1 else ''} {text(', '.join(hosts))}"
 
 
 def _summary(results: Sequence[Result], machines: int) -> str:
@@ -160,7 +160,7 @@ def _summary(results: Sequence[Result], machines: int) -> str:
     on = f" on {machines} machines" if machines > 1 else ""
     return (
         f"{n} configuration{'s' if n != 1 else ''}{on} ({status}); "
-        f"frameworks: {', '.join(frameworks(results))}. Units: {'; '.join(units)}."
+        f"frameworks: {text(', '.join(frameworks(results)))}. Units: {'; '.join(units)}."
     )
 
 
@@ -215,7 +215,7 @@ def _measurement(footnotes: dict[str, int]) -> list[str]:
     ]
     if footnotes:
         lines += ["Peak FLOP/s sources (marked on each MFU value):", ""]
-        lines += [f"[^{i}]: {one_line(source, 300)}" for source, i in footnotes.items()]
+        lines += [f"[^{i}]: {text(one_line(source, 300))}" for source, i in footnotes.items()]
         lines.append("")
     else:
         lines += ["MFU is not reported: no result has both a FLOP count and a known peak.", ""]
@@ -227,7 +227,7 @@ def _hardware(machines: Sequence[tuple[Machine, Sequence[Result]]]) -> list[str]
     for machine, results in machines:
         hosts = sorted({r.environment.host for r in results})
         systems = sorted({r.environment.os for r in results})
-        rows.append([machine.label, f"`{machine.id}`", ", ".join(hosts), ", ".join(systems),
+        rows.append([machine.label, code(machine.id), ", ".join(hosts), ", ".join(systems),
                      ", ".join(frameworks(results))])  # fmt: skip
     lines = [
         "## Hardware",
@@ -235,8 +235,8 @@ def _hardware(machines: Sequence[tuple[Machine, Sequence[Result]]]) -> list[str]
         *table(["machine", "id", "hosts", "os", "frameworks"], rows),
     ]
     for machine, results in machines:
-        on = f" on {machine.label} (`{machine.id}`)" if len(machines) > 1 else ""
-        lines += [f"Framework versions{on}: {_versions(results)}.", ""]
+        on = f" on {text(machine.label)} ({code(machine.id)})" if len(machines) > 1 else ""
+        lines += [f"Framework versions{on}: {text(_versions(results))}.", ""]
     return lines
 
 
@@ -288,8 +288,8 @@ def _telemetry(results: Sequence[Result], several: bool) -> list[str]:
         hit = sum(t.throttled for t in tele)
         rows.append(
             [
-                f"`{describe(r.spec)}`",
-                *([f"`{machine_of(r).id}`"] if several else []),
+                code(describe(r.spec)),
+                *([code(machine_of(r).id)] if several else []),
                 tele[0].device + ("" if all(t.span == "window" for t in tele) else " (repeat)"),
                 _mean_of(t.utilization_pct for t in tele),
                 _span_of(t.clock_mhz for t in tele),
@@ -319,7 +319,7 @@ def _telemetry(results: Sequence[Result], several: bool) -> list[str]:
     ]
     if reasons:
         lines += ["Why the energy was not readable:", ""]
-        lines += [f"{i}. {one_line(why, 300)}" for i, why in enumerate(reasons, start=1)]
+        lines += [f"{i}. {text(one_line(why, 300))}" for i, why in enumerate(reasons, start=1)]
         lines += [""]
     return lines
 
@@ -367,7 +367,8 @@ def _implementations(results: Sequence[Result]) -> list[str]:
         applied = ", ".join(f"{p} (sha256 {h[:12]})" for p, h in patches) or (
             "unknown (imported logs)" if origin == "parse" else "none"
         )
-        rows.append([framework, profile, name, f"{url} @ {commit}", applied])
+        # The upstream's address as code: shown whole, never a link (it is stored text).
+        rows.append([framework, profile, name, Markdown(f"{code(url)} @ {text(commit)}"), applied])
     return [
         "### Implementations",
         "",
@@ -386,9 +387,9 @@ def _all_results(results: Sequence[Result], several: bool) -> list[str]:
             for rep in repeats_in_order(r)
         ]
         origin = "imported log" if r.origin == "parse" else "run"
-        machine = [f"`{machine_of(r).id}`"] if several else []
+        machine = [code(machine_of(r).id)] if several else []
         rows.append(
-            [f"`{describe(r.spec)}`", *machine, r.id, origin, r.status.value,
+            [code(describe(r.spec)), *machine, r.id, origin, r.status.value,
              ", ".join(values) or DASH]
         )  # fmt: skip
     header = ["configuration", *(["machine"] if several else []), "result", "origin", "status",
@@ -406,8 +407,8 @@ def _all_results(results: Sequence[Result], several: bool) -> list[str]:
         "",
     ]
     warned = [
-        f"- `{describe(r.spec)}`{f' on `{machine_of(r).id}`' if several else ''}: "
-        f"{one_line(w, 300)}"
+        f"- {code(describe(r.spec))}{f' on {code(machine_of(r).id)}' if several else ''}: "
+        f"{text(one_line(w, 300))}"
         for r in ordered
         for w in r.warnings
     ]

@@ -15,8 +15,9 @@ nothing depends on the time of `dlperf publish`, only on the results' own times.
 
 from __future__ import annotations
 
-import html
+import contextlib
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from dlperf import DlperfError
-from dlperf.files import atomic_write, check_writable, shared_mode
+from dlperf.files import atomic_write, check_writable, shared_mode, storage_error
 from dlperf.history import HistoryPoint, history_points
 from dlperf.identity import Machine, identity_of, machine_of, settings_label
 from dlperf.report._data import (
@@ -35,11 +36,12 @@ from dlperf.report._data import (
     machine_heading,
     select,
 )
-from dlperf.report.cells import DASH, table
+from dlperf.report.cells import DASH, Markdown, code, table, text
 from dlperf.report.figures import (
     Charts,
     history_figure,
     latency_figure,
+    plot_text,
     scaling_figure,
     throughput_figure,
 )
@@ -93,7 +95,7 @@ def history(results_dir: Path) -> dict[tuple[str, str], list[HistoryPoint]]:
 FOOTNOTE_LINE = re.compile(r"^(\[\^\d+\]: )", flags=re.M)
 
 
-def markdown_html(text: str) -> str:
+def markdown_html(markdown: str) -> str:
     """Markdown (the report's: headings, paragraphs, lists, tables) as HTML; raw HTML in the
     text is escaped, and links to the reports' .md pages point at the site's .html pages."""
     from markdown_it import MarkdownIt
@@ -101,8 +103,8 @@ def markdown_html(text: str) -> str:
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     # Footnote definitions ("[^1]: ...") would run together into one paragraph: a list keeps
     # one per line, as the Markdown shows them.
-    text = FOOTNOTE_LINE.sub(r"- \1", text)
-    tokens = md.parse(text)
+    markdown = FOOTNOTE_LINE.sub(r"- \1", markdown)
+    tokens = md.parse(markdown)
     for token in tokens:
         for child in token.children or ():
             href = child.attrGet("href") if child.type == "link_open" else None
@@ -111,12 +113,23 @@ def markdown_html(text: str) -> str:
     return md.renderer.render(tokens, md.options, {})
 
 
+def _inline_html(markdown: str) -> str:
+    """One line of Markdown as markdown-it renders it inside a block (a table cell)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).renderInline(markdown)
+
+
 def _table_md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(table(header, rows))
 
 
-def _machine_cell(row: dict) -> str:
-    return f"{row['machine']} (`{row['machine_id']}`)"
+def _machine_cell(row: dict) -> Markdown:
+    return Markdown(f"{text(row['machine'])} ({code(row['machine_id'])})")
+
+
+def _json_link(row: dict, stored: Stored) -> Markdown:
+    return Markdown(f"[{text(row['id'])}]({href(stored)})")
 
 
 def _median_cell(row: dict) -> str:
@@ -137,14 +150,14 @@ def raw_rows(stored: Sequence[Stored]) -> list[list[str]]:
         rows.append(
             [
                 _time(row["created"]),
-                f"`{row['benchmark_id']}`",
+                code(row["benchmark_id"]),
                 settings_label(json.loads(row["settings"])),
                 _machine_cell(row),
                 row["framework"],
                 row["framework_version"] or DASH,
                 row["status"],
                 _median_cell(row),
-                f"[{row['id']}]({href(s)})",
+                _json_link(row, s),
             ]  # fmt: skip
         )
     return rows
@@ -156,7 +169,7 @@ def _time(created: str) -> str:
 
 # ---------------------------------------------------------------- pages
 
-IMAGE_LINE = re.compile(r"^!\[[^\]]*\]\(([^)]*)\)$")
+IMAGE_LINE = re.compile(r"^!\[(?:\\.|[^\]\\])*\]\(([^)]*)\)$")  # alt: escaped text (cells.text)
 
 
 def _page(title: str, body: str, nav: bool = True) -> str:
@@ -166,7 +179,7 @@ def _page(title: str, body: str, nav: bool = True) -> str:
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"{GENERATOR}\n"
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n"
+        f"<title>{plot_text(title)}</title>\n"
         f'<link rel="stylesheet" href="{STYLE_CSS}">\n'
         f'<script src="{PLOTLY_JS}"></script>\n'
         "</head>\n<body>\n"
@@ -186,13 +199,13 @@ def render_model_page(
     machines = by_machine(select(results, model))
     level = 3 if len(machines) > 1 else 2
     charts = Charts(prefix=file_stem(model))
-    text = render_model_report(results, model, commit).replace(GENERATED, SITE_GENERATED)
+    report = render_model_report(results, model, commit).replace(GENERATED, SITE_GENERATED)
     images = chart_files(model, [m for m, _ in machines])  # file -> (kind, machine id)
-    linked = [name for name in images if f"]({name})" in text]
+    linked = [name for name in images if f"]({name})" in report]
     last = {images[name][1]: name for name in linked}  # a machine's extras follow its last
     of_machine = {m.id: (m, rs) for m, rs in machines}
     parts, chunk, placed = [], [], set()
-    for line in text.splitlines():
+    for line in report.splitlines():
         match = IMAGE_LINE.match(line)
         if not match:
             chunk.append(line)
@@ -224,8 +237,8 @@ def render_model_page(
         )
     )
     body = "\n".join(parts)
-    for s in mine:  # the All results table's ids link to their JSON
-        rid = html.escape(s.result.id)
+    for s in mine:  # the All results table's ids link to their JSON (as markdown-it escapes)
+        rid = _inline_html(text(s.result.id))
         body = body.replace(f"<td>{rid}</td>", f'<td><a href="{href(s)}">{rid}</a></td>', 1)
     return _page(f"dlperf: {model}", body), charts.made
 
@@ -301,7 +314,7 @@ def _history_section(
         lines = dict(sorted(rows[c].items()))
         title = f"{c.mode_label} · {c.precision_label} · {c.device} · b{c.batch} · {c.topology}"
         title += f" · {c.shape_label} · {c.impl_label} on {machine_heading(machine)}"
-        figure = history_figure(html.escape(title), lines)
+        figure = history_figure(title, lines)
         if figure is None:
             single += 1
             continue
@@ -318,7 +331,7 @@ def render_index_page(stored: Sequence[Stored]) -> str:
     """The models (the reports' index table, linking the model pages) and every benchmark x
     machine x settings with its result count and newest result."""
     results = newest(s.result for s in stored)
-    text = (
+    page_md = (
         render_index(results)
         .replace(GENERATED, SITE_GENERATED)
         .replace("# dlperf reports", "# dlperf results", 1)
@@ -334,8 +347,8 @@ def render_index_page(stored: Sequence[Stored]) -> str:
         row = result_row(s.result)
         rows.append(
             [
-                f"[{row['model']}]({file_stem(row['model'])}.md)",
-                f"`{row['benchmark_id']}`",
+                Markdown(f"[{text(row['model'])}]({file_stem(row['model'])}.md)"),
+                code(row["benchmark_id"]),
                 settings_label(json.loads(row["settings"])),
                 _machine_cell(row),
                 row["framework"],
@@ -343,24 +356,24 @@ def render_index_page(stored: Sequence[Stored]) -> str:
                 _time(row["created"]),
                 row["status"],
                 _median_cell(row),
-                f"[{row['id']}]({href(s)})",
+                _json_link(row, s),
             ]  # fmt: skip
         )
     n_results = len(stored)
     machines = len({key[1] for key in latest})
-    text += (
+    page_md += (
         f"\n## Configurations\n\n{len(latest)} configuration{'s' if len(latest) != 1 else ''} "
         f"(a benchmark on a machine with its settings) on {machines} "
         f"machine{'s' if machines != 1 else ''}, {n_results} stored "
         f"result{'s' if n_results != 1 else ''} (every result of a configuration is on its "
         "model's page, in its history).\n\n"
     )
-    text += _table_md(
+    page_md += _table_md(
         ["model", "benchmark", "settings", "machine", "framework", "results", "newest (UTC)",
          "status", "median samples/s", "newest JSON"],
         rows,
     )  # fmt: skip
-    return _page("dlperf results", markdown_html(text), nav=False)
+    return _page("dlperf results", markdown_html(page_md), nav=False)
 
 
 def _newest(stored: Sequence[Stored]) -> list[Stored]:
@@ -397,13 +410,17 @@ def write_site(results_dir: Path, out_dir: Path) -> Site:
     def put(relpath: str, data: str | bytes) -> None:
         """Write a file of the site (atomic_write gives it the umask's mode); a file already
         holding these bytes is left untouched, but gets that mode too: a site is for others
-        to read."""
-        path = out_dir / relpath
+        to read. Never through a symbolic link (`_site_path`)."""
+        path = _site_path(out_dir, relpath)
         raw = data.encode("utf-8") if isinstance(data, str) else data
-        if not (path.is_file() and path.read_bytes() == raw):
+        st = path.lstat() if path.is_file() else None
+        if st is None or path.read_bytes() != raw:
             atomic_write(path, raw)
-        elif path.stat().st_mode & 0o777 != shared_mode():
-            path.chmod(shared_mode())
+        elif st.st_mode & 0o777 != shared_mode():
+            if st.st_nlink > 1:  # a hard link: its other names are not the site's to chmod
+                atomic_write(path, raw)
+            else:
+                path.chmod(shared_mode())
         written.append(path)
 
     put(MARKER, "This folder is a site written by `dlperf publish`.\n")
@@ -439,18 +456,64 @@ def _check_out(results_dir: Path, out_dir: Path) -> None:
         )
 
 
+def _site_path(out_dir: Path, relpath: str) -> Path:
+    """`relpath` in the site, ready to be written: a symbolic link on the way (a folder of
+    the site, or the file itself) is removed as a link, so that nothing is written through it
+    and its target is never touched. `dlperf publish` makes no links: one in its site was put
+    there by someone else, and the site's own file or folder takes its place."""
+    path = out_dir
+    for part in relpath.split("/"):
+        path = path / part
+        try:
+            if path.is_symlink():
+                path.unlink()
+        except OSError as exc:
+            raise storage_error(path, exc) from None
+    return path
+
+
+def _regular_files(folder: Path) -> list[os.DirEntry]:
+    """The plain files in `folder`, not following links (a link is not a file dlperf wrote)."""
+    with os.scandir(folder) as entries:
+        return sorted(
+            (e for e in entries if e.is_file(follow_symlinks=False)), key=lambda e: e.name
+        )
+
+
+def _real_folders(folder: Path) -> list[os.DirEntry]:
+    """The folders in `folder`, not following links."""
+    with os.scandir(folder) as entries:
+        return sorted((e for e in entries if e.is_dir(follow_symlinks=False)), key=lambda e: e.name)
+
+
+def _is_our_page(path: str) -> bool:
+    """A page `dlperf publish` wrote: its generator tag is in its head."""
+    with open(path, "rb") as handle:
+        return GENERATOR.encode() in handle.read(4096)
+
+
 def _prune(out_dir: Path, pages: set[str], copies: set[str]) -> None:
-    """Remove our pages of models without results and copies of results that are gone."""
-    for page in sorted(out_dir.glob("*.html")):
-        if page.name not in pages and GENERATOR in page.read_text(errors="replace"):
-            page.unlink()
-    root = out_dir / "results"
-    for path in sorted(root.glob("*/*.json")) if root.is_dir() else ():
-        if path.relative_to(root).as_posix() not in copies:
-            path.unlink()
-    for folder in sorted(root.glob("*")) if root.is_dir() else ():
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+    """Remove our pages of models without results and copies of results that are gone.
+
+    Only plain files in the site's own folders go: a symbolic link (to a file, a folder,
+    nowhere) is never followed, and never removed here, so whatever it points at, inside the
+    site or out of it, stays as it was."""
+    try:
+        for entry in _regular_files(out_dir):
+            stale = entry.name.endswith(".html") and entry.name not in pages
+            if stale and _is_our_page(entry.path):
+                os.unlink(entry.path)
+        root = out_dir / "results"
+        if root.is_symlink() or not root.is_dir():
+            return
+        for folder in _real_folders(root):
+            for entry in _regular_files(Path(folder.path)):
+                if entry.name.endswith(".json") and f"{folder.name}/{entry.name}" not in copies:
+                    os.unlink(entry.path)
+            with contextlib.suppress(OSError):  # not empty: kept
+                os.rmdir(folder.path)
+    except OSError as exc:
+        raise storage_error(getattr(exc, "filename", None) or out_dir, exc) from None
 
 
 def describe_site(site: Site) -> str:

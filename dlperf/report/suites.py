@@ -11,6 +11,7 @@ from typing import Any
 
 from dlperf.assemble import micro_score
 from dlperf.identity import describe
+from dlperf.report.cells import Markdown, cell
 from dlperf.schema import BenchmarkSpec, PeerStat, RepeatStatus, Result
 from dlperf.stats import fambench_p95
 from dlperf.superbench import SUITE, superbench_stats
@@ -285,9 +286,10 @@ def fambench_table(results: list[Result]) -> str:
         p95s = [row.batch_latency_95_sec for row in rows if row.batch_latency_95_sec is not None]
         star = "*" if r.metrics.latency_target_met is False else ""
         missed |= bool(star)
-        cells = [*map(str, fambench_labels(r)), str(r.spec.batch_size), f"{score:.6g}{star}",
+        score_cell = Markdown(f"{score:.6g}{star}")  # the star is FAMBench's mark, not text
+        cells = [*map(str, fambench_labels(r)), str(r.spec.batch_size), score_cell,
                  unit, f"{max(p95s):.6g}" if p95s else "-", str(len(rows))]  # fmt: skip
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(map(cell, cells)) + " |")
     notes = list(FAMBENCH_NOTES)
     if missed:
         notes.append(

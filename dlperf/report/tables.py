@@ -23,21 +23,26 @@ from dlperf.report._data import (
 )
 from dlperf.report.cells import (
     DASH,
+    Markdown,
+    code,
     headline_text,
     loadgen_cell,
     loadgen_details,
+    md,
     measured_text,
     median_text,
     per_joule_text,
     table,
+    text,
     window_text,
 )
 from dlperf.schema import Result, ResultStatus
 from dlperf.stats import ci_text
 
 
-def heading(level: int, text: str) -> list[str]:
-    return [f"{'#' * level} {text}", ""]
+def heading(level: int, title: object) -> list[str]:
+    """A heading and the blank line after it; `title` as `md` reads it."""
+    return [f"{'#' * level} {md(title)}", ""]
 
 
 def _cells(results: list[Result] | float) -> str:
@@ -77,7 +82,7 @@ def cross_framework(results: Sequence[Result], image: str, alt: str, level: int)
         f"below).{other_settings}",
         "",
         *table(header, rows),
-        f"![{alt}]({image})",
+        f"![{text(alt)}]({image})",
         "",
     ]
 
@@ -87,7 +92,7 @@ def scaling(image: str, alt: str, level: int) -> list[str]:
         *heading(level, "Scaling"),
         "Speedup vs devices per framework, with the ideal line:",
         "",
-        f"![{alt}]({image})",
+        f"![{text(alt)}]({image})",
         "",
     ]
 
@@ -106,7 +111,7 @@ def ablation(results: Sequence[Result], level: int) -> list[str]:
         test = DASH if v is None else v.test + (f", p={v.p:.3g}" if v.p is not None else "")
         rows.append(
             [
-                f"`{identity_of(a.baseline).benchmark}`",
+                code(identity_of(a.baseline).benchmark),
                 Config.of(a.baseline).settings_text,
                 Config.of(a.variant).settings_text,
                 ", ".join(a.changes),
@@ -184,8 +189,8 @@ def framework_section(
                 what += f", {c.settings_text}" if several else ""
                 message = one_line(failed.message) or "no message"
                 notes.append(
-                    f"- {what}: {r.status.value}; repeat {failed.index} "
-                    f"{failed.status.value}: {message}"
+                    f"- {text(what)}: {r.status.value}; repeat {failed.index} "
+                    f"{failed.status.value}: {text(message)}"
                 )
         lines += table(columns, rows)
         if notes:
@@ -208,7 +213,7 @@ def framework_row(result: Result, base: float | None, footnotes: dict[str, int])
     if ok and m.mfu is not None:
         mfu = f"{100 * m.mfu:.2f}%"
         if m.peak_source in footnotes:
-            mfu += f"[^{footnotes[m.peak_source]}]"
+            mfu = Markdown(f"{mfu}[^{footnotes[m.peak_source]}]")
     latency = DASH
     if "p50" in m.latency_ms and "p99" in m.latency_ms:
         latency = f"{m.latency_ms['p50']:.3g} / {m.latency_ms['p99']:.3g}"

@@ -20,6 +20,7 @@ from dlperf.report._data import (
     scaling_series,
     select,
 )
+from dlperf.report.cells import Markdown, table, text
 from dlperf.report.chart import render_chart, render_scaling_chart
 from dlperf.report.markdown import GENERATED, render_model_report
 from dlperf.report.suites import fambench_summary, fambench_table
@@ -128,16 +129,15 @@ def render_index(results: list[Result]) -> str:
     # A configuration is a row of a page's cross-framework tables (one machine's); each
     # result (a framework's, with its settings) counts once as ok, partial or failed, so
     # those three add up to the results.
-    lines += [
-        "| model | description | frameworks | machines | configurations | results | ok | partial "
-        "| failed |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for model in models:
         chosen = select(results, model)
         desc = MODELS[model].description if model in MODELS else model
         counts = [str(sum(r.status == s for r in chosen)) for s in ResultStatus]
-        row = [f"[{model}]({file_stem(model)}.md)", desc, ", ".join(frameworks(chosen))]
+        row = [Markdown(f"[{text(model)}]({file_stem(model)}.md)"), desc,
+               ", ".join(frameworks(chosen))]  # fmt: skip
         row += [str(len(by_machine(chosen))), str(len(configs(chosen))), str(len(chosen)), *counts]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
-    return "\n".join(lines) + "\n"
+        rows.append(row)
+    header = ["model", "description", "frameworks", "machines", "configurations", "results", "ok",
+              "partial", "failed"]  # fmt: skip
+    return "\n".join([*lines, *table(header, rows)[:-1]]) + "\n"
