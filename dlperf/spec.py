@@ -114,6 +114,7 @@ def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
         )
     declared = adapter.option_declarations(spec.model)
     check_options(f"{adapter.name} {spec.model}", declared, {**spec.options, **spec.practice})
+    adapter.check(spec)
 
 
 @dataclass(frozen=True)

@@ -253,7 +253,15 @@ def load_manifest(path: Path) -> Manifest:
 
 
 def load_manifests(directory: Path | None = None) -> dict[str, Manifest]:
+    given = directory is not None
     directory = directory or manifests_dir()
+    if not directory.is_dir():
+        whence = "" if given or not os.environ.get("DLPERF_MANIFESTS") else " (DLPERF_MANIFESTS)"
+        why = "is not a folder" if directory.exists() else "does not exist"
+        raise DlperfError(
+            f"the manifests folder {directory}{whence} {why}; point DLPERF_MANIFESTS at a "
+            "folder of manifests (third_party_scripts/*.toml) or unset it"
+        )
     manifests = {p.stem: load_manifest(p) for p in sorted(directory.glob("*.toml"))}
     defaults: dict[tuple[str, str, str], list[str]] = {}
     for m in manifests.values():
