@@ -59,6 +59,16 @@ class WorkloadOption:
                   ("<=", self.le)) if x is not None]  # fmt: skip
         return " ".join([name, " and ".join(bounds)]).strip()
 
+    def canonical(self, value: str) -> object:
+        """The value as the workload reads it: 5 and 5.0 are one number, 5 and 05 one integer
+        (text that is no number of the kind stays as it is, for `valid` to refuse)."""
+        if self.kind is str or self.choices:
+            return value
+        try:
+            return int(value) if self.kind is int else float(value)
+        except ValueError:
+            return value
+
     def valid(self, value: str) -> bool:
         if not value or len(value) > MAX_OPTION_CHARS:
             return False
@@ -150,6 +160,11 @@ class Adapter(ABC):
         """`--set KEY=VALUE` keys this adapter accepts for `model`, each with its one-line help
         and the values it takes (a plain help string: any text)."""
         return {}
+
+    def check(self, spec: BenchmarkSpec) -> None:
+        """Refuse (DlperfError) what `spec`'s options ask beyond each value's own range, such
+        as a rank the run does not have; `check_options` has checked the values."""
+        return None
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
         """The framework's own best-practice settings for `spec` (its device, model, precision,

@@ -89,21 +89,60 @@ class HistoryPoint(IndexedResult):
         }
 
 
-def parse_when(text: str, *, end_of_day: bool = False) -> str:
+def parse_when(text: str, *, end_of_day: bool = False, option: str = "") -> str:
     """`--since` / `--until` text as the index's UTC ISO time: a date (its start, or with
     `end_of_day` its last second) or a date and time (without a zone: UTC)."""
     try:
         when = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", text.strip()))  # 3.10: no Z
     except ValueError:
         raise DlperfError(
-            f"{text!r} is not a date or time; give ISO 8601, e.g. 2025-01-31 or "
-            "2025-01-31T14:00:00+01:00"
+            f"{option + ' ' if option else ''}{text!r} is not a date or time; give ISO 8601, "
+            "e.g. 2025-01-31 or 2025-01-31T14:00:00+01:00"
         ) from None
     if len(text.strip()) == 10 and end_of_day:  # a bare date: the whole day counts
         when = datetime.combine(when.date(), time(23, 59, 59))
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return when.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def check_filter_texts(f: HistoryFilters) -> None:
+    """Refuse an empty filter, which would match everything (or nothing) unsaid."""
+    for option, texts in (("--framework", f.frameworks), ("--model", f.models),
+                          ("--machine", f.machines), ("--config", f.contains)):  # fmt: skip
+        if any(not text.strip() for text in texts):
+            raise DlperfError(f"{option} '': give a name or some text, or leave {option} out")
+
+
+def check_choices(f: HistoryFilters, rows: Sequence[IndexedResult], results_dir: Path) -> None:
+    """Refuse a framework, model or machine that names none of the results (`rows`: all of
+    them), naming those there are (and, for an unknown name, those dlperf knows)."""
+    from dlperf.adapters import adapter_names
+    from dlperf.models import MODELS
+
+    for option, wanted, column, known in (
+        ("--framework", f.frameworks, "framework", adapter_names()),
+        ("--model", f.models, "model", tuple(MODELS)),
+    ):
+        there = sorted({str(r.row[column]) for r in rows})
+        for name in wanted:
+            if name in there:
+                continue
+            listed = f"{column}s in {results_dir}: {', '.join(there) or 'none'}"
+            if name in known:
+                raise DlperfError(f"{option} {name!r}: no results of {name}; {listed}")
+            raise DlperfError(
+                f"{option} {name!r}: dlperf knows no such {column} ({', '.join(known)}); {listed}"
+            )
+    machines = {str(r.row["machine_id"]): str(r.row["machine"]) for r in rows}
+    for piece in f.machines:
+        if not any(piece == mid or piece.lower() in label.lower()
+                   for mid, label in machines.items()):  # fmt: skip
+            listed = "; ".join(f"{mid} ({label})" for mid, label in sorted(machines.items()))
+            raise DlperfError(
+                f"--machine {piece!r} is no machine id and no piece of a machine's name in "
+                f"{results_dir}; machines there: {listed or 'none'}"
+            )
 
 
 def history(
@@ -122,10 +161,13 @@ def history(
     if last is not None and last < 1:
         raise DlperfError(f"--last {last}: give 1 or more points per configuration")
     f = filters or HistoryFilters()
-    since = parse_when(f.since) if f.since else None
-    until = parse_when(f.until, end_of_day=True) if f.until else None
+    check_filter_texts(f)
+    since = None if f.since is None else parse_when(f.since, option="--since")
+    until = None if f.until is None else parse_when(f.until, end_of_day=True, option="--until")
     index, refresh = ResultStore(results_dir).index()
     try:
+        if f.frameworks or f.models or f.machines:
+            check_choices(f, index.query(), results_dir)
         rows = index.query(frameworks=f.frameworks, models=f.models, machines=f.machines,
                            contains=f.contains, since=since, until=until)  # fmt: skip
         plan = [pair for _key, group in groupby(rows, key=lambda r: r.series)

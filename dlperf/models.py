@@ -12,6 +12,15 @@ from dlperf import DlperfError
 
 PRESETS = ("dlperf", "smoke")
 CV, NLP = "computer vision", "natural language processing"
+# The smoke preset's LoadGen settings where not given (a path test): a 1 s minimum duration
+# (LoadGen's own is 10 s); Offline's one query as large as that second needs (LoadGen's
+# default asks 100 samples at least: half a minute on 2 busy CPU cores); MultiStream queries
+# of 2 samples, as its p99 needs 662 queries (LoadGen's 8 samples each would take minutes).
+SMOKE_LOADGEN = {"min_duration_s": 1.0}
+SMOKE_LOADGEN_SCENARIO = {
+    "offline": {"min_query_count": 1.0},
+    "multistream": {"samples_per_query": 2.0},
+}
 
 
 @dataclass(frozen=True)
@@ -226,6 +235,18 @@ def get_model(name: str) -> ModelDef:
         raise DlperfError(
             f"unknown model {name!r}; known models: {', '.join(sorted(MODELS))}"
         ) from None
+
+
+def preset_loadgen(preset: str, scenario: str | None, given: dict[str, float]) -> dict[str, float]:
+    """The LoadGen settings `given` with the preset's where not given (and not at odds with
+    a given maximum)."""
+    if preset != "smoke" or not scenario:
+        return given
+    defaults = {**SMOKE_LOADGEN, **SMOKE_LOADGEN_SCENARIO.get(scenario, {})}
+    for low, high in (("min_duration_s", "max_duration_s"), ("min_query_count", "max_query_count")):
+        if low in defaults and given.get(high, defaults[low]) < defaults[low]:
+            del defaults[low]
+    return {**defaults, **given}
 
 
 def preset_values(model: str, preset: str) -> PresetValues:

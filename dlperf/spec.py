@@ -17,7 +17,7 @@ from dlperf import DlperfError
 from dlperf.adapter import MICRO_MODELS, Adapter, check_options
 from dlperf.adapters import get_adapter
 from dlperf.launch import DEFAULT_MASTER_PORT, JobLaunch, NodeCommand, ResolvedLaunch, resolve_hosts
-from dlperf.models import MODELS, PRESETS, get_model, preset_values
+from dlperf.models import MODELS, PRESETS, get_model, preset_loadgen, preset_values
 from dlperf.official.adapter import OfficialAdapter, prepare_official
 from dlperf.official.checkout import checkout_dir
 from dlperf.official.manifest import find_manifest
@@ -77,6 +77,8 @@ def resolve_spec(
         "no_output_timeout_s": p.no_output_timeout_s,
     }
     fields.update(given)
+    if fields.get("scenario"):
+        fields["loadgen"] = preset_loadgen(preset, fields["scenario"], fields.get("loadgen") or {})
     if "batch_size" not in given:
         fields["batch_size"] = p.batch_amp if fields.get("precision") == "amp" else p.batch_fp32
     spec = BenchmarkSpec.checked(**fields)
@@ -112,6 +114,7 @@ def check_spec(adapter: Adapter, spec: BenchmarkSpec) -> None:
         )
     declared = adapter.option_declarations(spec.model)
     check_options(f"{adapter.name} {spec.model}", declared, {**spec.options, **spec.practice})
+    adapter.check(spec)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from typing import IO, Any
 from pydantic import BaseModel, ConfigDict, FilePath, ValidationError, create_model
 
 from dlperf import DlperfError
+from dlperf.adapter import WorkloadOption
 from dlperf.adapters import get_adapter
 from dlperf.assemble import new_result_id
 from dlperf.files import (
@@ -225,6 +226,19 @@ def expand(table: dict[str, Any]) -> SweepPlan:
             f"[sweep.set] key(s) {', '.join(unknown)} are taken by none of the sweep's "
             f"workloads; their keys: {', '.join(sorted(takers)) or '(none)'}"
         )
+    for key, values in sorted(sweep.set.items()):  # "5" and "5.0": one value of a number
+        for (fw, model), options in declared.items():
+            if not isinstance(options.get(key), WorkloadOption):
+                continue
+            seen: dict[object, str] = {}
+            for value in values:
+                same = seen.setdefault(options[key].canonical(value), value)
+                if same != value:
+                    kind = "integer" if options[key].kind is int else "number"
+                    raise DlperfError(
+                        f"[sweep.set] {key} lists {same} and {value}: one {kind} to {fw} "
+                        f"{model}, so the sweep would run the same configuration twice"
+                    )
     set_keys = sorted(sweep.set)
     set_values = [[str(v) for v in sweep.set[k]] for k in set_keys]
     # Each key's values (a list key's list, any other key's one value): the matrix is their

@@ -128,6 +128,11 @@ RUN = [
     bad("clock_scale -1", [*CAL, "--set", "clock_scale=-1"], "clock_scale takes a number >= 0"),
     bad("flops_per_sample -1", [*CAL, "--set", "flops_per_sample=-1"], "a number >= 0"),
     bad("fault_rank -1", [*CAL, "--set", "fault_rank=-1"], "fault_rank takes an integer >= 0"),
+    bad("fault_rank 5 of 1 rank", [*CAL, "--set", "fault_rank=5"],
+        "--set fault_rank=5: the run has 1 rank, numbered from 0 (--nodes 1 x --devices-per-node "
+        "1); give a rank below 1"),
+    bad("slow_rank 2 of 2 ranks", [*CAL, "--devices-per-node", "2", "--set", "slow_rank=2",
+                                   "--dry-run"], "the run has 2 ranks"),
     bad("pytorch threads 0", [*TORCH, "--set", "threads=0"], "threads takes an integer >= 1"),
     bad("pytorch threads two", [*TORCH, "--set", "threads=two"], "threads takes an integer"),
     bad("pytorch channels_last yes", [*TORCH, "--set", "channels_last=yes"],
@@ -307,6 +312,13 @@ SWEEPS = [
         sweep('[sweep.python]\ncalibration = "/nonexistent/python"\n')),
     bad("same config twice", ["sweep", "m.toml"], "the same configuration twice",
         sweep('precisions = ["fp32", "fp32"]\n')),
+    bad("set 5 and 5.0", ["sweep", "m.toml"], "[sweep.set] step_ms lists 5 and 5.0: one number "
+        "to calibration pace, so the sweep would run the same configuration twice",
+        sweep("[sweep.set]\nstep_ms = [5, 5.0]\n")),
+    bad("set 3 and 03", ["sweep", "m.toml"], "crash_at_step lists 3 and 03: one integer",
+        sweep('[sweep.set]\ncrash_at_step = ["3", "03"]\n')),
+    bad("fault_rank past the ranks", ["sweep", "m.toml"], "--set fault_rank=1: the run has 1 "
+        "rank", sweep('[sweep.set]\nfault_rank = ["0", "1"]\n')),
     bad("results dir empty", ["sweep", "m.toml", "--results-dir", ""], "an empty path",
         sweep()),
     bad("results dir is a file", ["sweep", "m.toml", "--results-dir", "afile"],
@@ -392,6 +404,17 @@ OTHERS = [
     bad("parse fambench --batch-size", ["parse", "fambench", "adir", "--batch-size", "2"],
         "--batch-size not used by `dlperf parse fambench`", A_DIR),
     bad("parse fambench missing", ["parse", "fambench", "nosuch"], "nosuch: no such file"),
+    # history: empty filters (an empty text would match everything, unsaid)
+    bad("history config empty", ["history", "--results-dir", "stored", "--config", ""],
+        "--config '': give a name or some text, or leave --config out", STORED),
+    bad("history framework empty", ["history", "--results-dir", "stored", "--framework", ""],
+        "--framework '': give a name", STORED),
+    bad("history machine empty", ["history", "--results-dir", "stored", "--machine", " "],
+        "--machine '': give a name", STORED),
+    bad("history until empty", ["history", "--results-dir", "stored", "--until", ""],
+        "--until '' is not a date or time; give ISO 8601", STORED),
+    bad("history since empty", ["history", "--results-dir", "stored", "--since", ""],
+        "--since '' is not a date or time", STORED),
     # check-models, env, sources, the app itself
     bad("check-models unknown model", ["check-models", "--model", "nosuch"],
         "unknown model 'nosuch'; known models: bert"),
@@ -529,6 +552,40 @@ def test_a_refused_run_with_an_unusable_interpreter_leaves_no_results_folder(cli
     code, text = cli(*CAL, "--python", str(fake))
     assert code == 1 and "did not run as a Python interpreter" in text, text
     assert not (tmp_path / "results").exists()
+
+
+def test_history_names_the_frameworks_models_and_machines_there_are(cli, tmp_path) -> None:
+    _stored_results(tmp_path / "stored")
+    history = ["history", "--results-dir", "stored"]
+    code, text = cli(*history, "--framework", "nosuch")
+    assert code == 1, text
+    assert "--framework 'nosuch': dlperf knows no such framework (calibration, mxnet," in text
+    assert text.endswith("frameworks in stored: calibration"), text
+    code, text = cli(*history, "--framework", "pytorch")
+    assert code == 1, text
+    assert "--framework 'pytorch': no results of pytorch; frameworks in stored: calibration" in text
+    code, text = cli(*history, "--model", "nosuch")
+    assert code == 1 and "dlperf knows no such model (resnet50, bert," in text, text
+    assert text.endswith("models in stored: pace"), text
+    code, text = cli(*history, "--machine", "nosuch")
+    assert code == 1, text
+    assert (
+        "--machine 'nosuch' is no machine id and no piece of a machine's name in stored; "
+        "machines there: " in text
+    )
+    code, text = cli(*history, "--framework", "calibration", "--model", "pace")
+    assert code == 0, text
+
+
+def test_a_missing_manifests_folder_is_named(cli, tmp_path, monkeypatch) -> None:
+    for folder, why in (("/nonexistent", "does not exist"), ("afile", "is not a folder")):
+        (tmp_path / "afile").write_text("x")
+        monkeypatch.setenv("DLPERF_MANIFESTS", folder)
+        for command in (["sources", "list"], ["sources", "fetch"], ["sources", "verify"],
+                        [*TORCH, "--impl", "official"]):  # fmt: skip
+            code, text = cli(*command)
+            assert code == 1, text
+            assert f"the manifests folder {folder} (DLPERF_MANIFESTS) {why}" in text, text
 
 
 def test_valid_values_still_pass(cli, tmp_path: Path) -> None:

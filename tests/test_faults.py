@@ -173,6 +173,23 @@ def test_a_sweep_stopped_by_a_full_disk_resumes_once_there_is_room(tmp_path, dis
     assert result.status == ResultStatus.ok
 
 
+def test_a_site_that_does_not_fit_leaves_no_partial_site(tmp_path, disk):
+    from test_report import sample_results
+
+    for result in sample_results():
+        ResultStore(tmp_path / "results").write(result)
+    # The empty 4 MiB disk takes the marker and the style but not plotly.js (4.6 MB); the full
+    # one not even the probe. Neither keeps a site/ folder, or its new parent.
+    for fill in (False, True):
+        if fill:
+            disk.fill()
+        site = disk.path / "new" / "site"
+        code, _, err = finished(dlperf("publish", "--out", str(site), cwd=tmp_path))
+        assert code == 1 and "No space left on device" in err and "Traceback" not in err, err
+        assert not (disk.path / "new").exists()
+        assert sorted(p.name for p in disk.path.iterdir()) == (["filler"] if fill else [])
+
+
 def test_reports_are_written_whole_or_not_at_all(tmp_path, disk):
     from test_report import sample_results
 

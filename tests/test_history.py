@@ -425,6 +425,10 @@ def test_history_cli_table_and_json(tmp_path: Path) -> None:
     assert [p["verdict"] for p in data["points"]] == ["failed", "no change", "improvement"]
     assert data["points"][-1]["changes"] == ["framework 2.2.0 -> 2.2.1"]
     out = runner.invoke(app, ["history", "--results-dir", str(tmp_path), "--model", "bert"])
+    assert out.exit_code == 1  # a model none of the results has: those they have are named
+    assert "--model 'bert': no results of bert; models in " in str(out.exception)
+    assert str(out.exception).endswith(": resnet50")
+    out = runner.invoke(app, ["history", "--results-dir", str(tmp_path), "--config", "nosuch"])
     assert out.exit_code == 1 and "match these filters" in str(out.exception)
 
 

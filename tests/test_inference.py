@@ -3,7 +3,12 @@ LoadGen run driving the paced calibration workload), FAMBench logs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +25,7 @@ from dlperf.runner import run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
 from dlperf.spec import resolve_spec
 from dlperf.stats import latency_percentiles, percentile
+from dlperf.store import ResultStore
 
 
 def test_percentiles_interpolate_like_numpy() -> None:
@@ -297,9 +303,65 @@ def test_loadgen_singlestream_reports_its_p90_latency(tmp_path: Path) -> None:
     assert r.status == RepeatStatus.ok and r.loadgen.valid, r.loadgen.reasons
     # MLPerf's SingleStream metric: LoadGen's early-stopping estimate of the 90th percentile.
     assert (r.loadgen.metric, r.loadgen.unit) == ("early-stopping p90 latency", "ms")
-    assert r.loadgen.latency_ms["p90"] == pytest.approx(20.0, rel=0.1)  # one query per period
+    # One query per period: never less (the pace waits out its deadline); a busy host only
+    # adds its scheduling delays on top.
+    assert 19.9 <= r.loadgen.latency_ms["p90"] < 60
     # The estimate bounds the 90th percentile from above (by much, after only 80 queries).
     assert r.loadgen.value >= r.loadgen.latency_ms["p90"]
+
+
+def loadgen_run_module():
+    pytest.importorskip("mlperf_loadgen")
+    shared = str(Path(__file__).resolve().parents[1] / "adapters" / "_shared")
+    if shared not in sys.path:
+        sys.path.insert(0, shared)
+    import loadgen_run
+
+    return loadgen_run
+
+
+def test_an_offline_query_sized_from_a_slow_measure_is_run_again(tmp_path: Path) -> None:
+    loadgen_run = loadgen_run_module()
+    calls = []
+
+    def predict(n: int) -> None:  # slow while measured (a warming model, a busy host), then fast
+        calls.append(n)
+        time.sleep(0.1 if len(calls) <= 5 else 0.002)
+
+    notes: list[str] = []
+    loadgen_run.run({"scenario": "offline", "min_duration_s": 1}, str(tmp_path), predict, 4,
+                    log=notes.append)  # fmt: skip
+    run = read_dir(tmp_path)
+    assert run.valid, (run.reasons, notes)
+    short = read_dir(tmp_path / "short-run-1")  # the first query, kept with LoadGen's verdict
+    assert not short.valid and short.reasons[0] == "minimum duration not met"
+    assert run.settings["target_qps"] > short.settings["target_qps"]
+    assert any("ended before the minimum duration (1 s" in n for n in notes)
+
+
+def test_a_given_target_qps_keeps_loadgens_verdict(tmp_path: Path) -> None:
+    loadgen_run = loadgen_run_module()
+    settings = {"scenario": "offline", "min_duration_s": 1, "target_qps": 5}  # far too low
+    loadgen_run.run(settings, str(tmp_path), lambda n: time.sleep(0.002), 4, log=lambda _: None)
+    run = read_dir(tmp_path)
+    assert not run.valid and run.reasons[0] == "minimum duration not met"
+    assert not list(tmp_path.glob("short-run-*"))  # the user's setting, the user's verdict
+
+
+def test_server_and_multistream_run_the_queries_early_stopping_needs(tmp_path: Path) -> None:
+    # LoadGen's defaults (100 queries) leave too few for early stopping's p99, so such a run
+    # was INVALID however fast the system under test; the Server's 100 ms latency bound was
+    # LoadGen's, not the user's.
+    loadgen_run = loadgen_run_module()
+    for scenario, queries in (("server", 459), ("multistream", 662)):
+        settings = {"scenario": scenario, "min_duration_s": 0.1, "samples_per_query": 2}
+        (tmp_path / scenario).mkdir()
+        loadgen_run.run(settings, str(tmp_path / scenario), lambda n: time.sleep(0.002), 4,
+                        log=lambda _: None)  # fmt: skip
+        run = read_dir(tmp_path / scenario)
+        assert run.valid, run.reasons
+        assert run.query_count >= queries == run.settings["min_query_count"]
+    assert read_dir(tmp_path / "server").settings["target_latency_ns"] != 100_000_000
 
 
 def test_scenario_needs_inference_mode() -> None:
@@ -344,20 +406,37 @@ def describe_flops(framework: str, spec) -> float:
     return json.loads(out.stdout.strip().splitlines()[-1])["flops_per_sample"]
 
 
+@contextlib.contextmanager
+def busy_cpus():
+    """Real CPU load: a busy loop on every CPU, as other people's work on a shared machine."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(os.cpu_count() or 2)]  # fmt: skip
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
 @pytest.mark.framework
-def test_pytorch_resnet50_loadgen_offline_is_valid(tmp_path: Path) -> None:
-    spec = resolve_spec(
-        "pytorch", "resnet50", preset="smoke",
-        overrides={"mode": "infer", "repeats": 1, "scenario": "offline",
-                   "loadgen": {"min_duration_s": 2, "min_query_count": 1}},
-    )  # fmt: skip
-    result, _ = run_benchmark(spec, tmp_path)
-    assert result.status == ResultStatus.ok, result.warnings
-    (r,) = result.repeats
-    assert r.loadgen.scenario == "Offline" and r.loadgen.valid, r.loadgen.reasons
-    assert r.loadgen.value > 0 and result.metrics.loadgen_valid is True
-    summary = Path(r.loadgen.log_dir) / "mlperf_log_summary.txt"
-    assert "Result is : VALID" in summary.read_text()
+def test_pytorch_resnet50_loadgen_offline_smoke_is_valid_on_a_busy_machine(tmp_path) -> None:
+    # The smoke command as a user types it, with every CPU taken by a busy loop: the measured
+    # rate is then far below what the model does once the host lets it, and every repeat was
+    # INVALID ("minimum duration not met"). A too-short query is LoadGen's advice to expect
+    # more, not the system missing a constraint: it is run again, sized from what LoadGen saw.
+    with busy_cpus():
+        out = CliRunner().invoke(app, ["run", "pytorch", "resnet50", "--mode", "infer",
+                                       "--scenario", "offline", "--preset", "smoke", "--repeats",
+                                       "2", "--results-dir", str(tmp_path)])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    (result,) = ResultStore(tmp_path).results()
+    assert result.spec.loadgen == {"min_duration_s": 1.0, "min_query_count": 1.0}  # smoke's
+    assert result.metrics.loadgen_valid is True and len(result.repeats) == 2
+    for r in result.repeats:
+        assert r.status == RepeatStatus.ok and r.loadgen.valid, r.loadgen.reasons
+        summary = Path(r.loadgen.log_dir) / "mlperf_log_summary.txt"
+        assert "Result is : VALID" in summary.read_text()
 
 
 # ----------------------------------------------------------------- FAMBench microbenchmarks

@@ -73,6 +73,43 @@ def test_parse_and_report_reproduce_dlperf_tf2_resnet50(fixtures: Path, tmp_path
     assert "| imported log | ok |" in md
 
 
+def test_parse_without_profile_detects_it_from_the_logs(fixtures: Path, tmp_path: Path) -> None:
+    # The README's command: no --profile, while `current` (Orbit's log lines) is the default.
+    tree, res = fixtures / "dlperf" / "tf2_resnet50", tmp_path / "results"
+    parse = ["parse", "tensorflow", "resnet50", "--impl", "official", "--results-dir", str(res)]
+    out = CliRunner().invoke(app, [*parse, str(tree)])
+    assert out.exit_code == 0, out.output
+    results = sorted(ResultStore(res).results(), key=lambda r: r.spec.devices_per_node)
+    for r, (devices, median, _) in zip(results, PUBLISHED, strict=True):
+        assert r.status == ResultStatus.ok and r.spec.devices_per_node == int(devices)
+        assert r.spec.source == "tensorflow-models-resnet50" and r.source.profile == "dlperf-2020"
+        assert r.metrics.throughput.median == pytest.approx(float(median), rel=0.001)
+        (note,) = [w for w in r.warnings if "detected" in w]
+        assert note.startswith(
+            "profile dlperf-2020 detected from the logs: "
+            "tensorflow-models-resnet50's log format (keras_time_history)"
+        )
+        assert "tensorflow-models-resnet50-current (current: orbit_train)" in note
+    # An explicit profile is honoured, and its format's verdict stands.
+    out = CliRunner().invoke(app, [*parse, "--profile", "current", str(tree / "1n1g"),
+                                   "--results-dir", str(tmp_path / "current")])  # fmt: skip
+    assert out.exit_code == 2 and "no usable Orbit train lines" in out.output
+    (current,) = ResultStore(tmp_path / "current").results()
+    assert current.spec.source == "tensorflow-models-resnet50-current"
+    assert not [w for w in current.warnings if "detected" in w]
+    # Logs no format reads: the default profile's, and the note names what was tried.
+    (tmp_path / "1n1g").mkdir()
+    (tmp_path / "1n1g" / "rn50_b128_fp32_1.log").write_text("nothing a parser knows\n")
+    out = CliRunner().invoke(app, [*parse, str(tmp_path / "1n1g"),
+                                   "--results-dir", str(tmp_path / "none")])  # fmt: skip
+    assert out.exit_code == 2
+    (none,) = ResultStore(tmp_path / "none").results()
+    assert none.spec.source == "tensorflow-models-resnet50-current"
+    assert any("no official implementation's log format found throughput lines" in w
+               and "tensorflow-models-resnet50 (dlperf-2020: keras_time_history)" in w
+               for w in none.warnings)  # fmt: skip
+
+
 def test_parse_json_prints_the_stored_results_alone_on_stdout(
     fixtures: Path, tmp_path: Path
 ) -> None:

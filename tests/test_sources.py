@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -462,6 +463,113 @@ def test_an_archive_member_leaving_the_tree_is_refused(archive_upstream) -> None
     with pytest.raises(DlperfError, match="cannot unpack"):
         fetch_source(up)
     assert not (archive_upstream["tmp"] / "evil.py").exists()
+    assert not checkout_dir(up).exists()
+
+
+def pin_archive(archive_upstream, data: bytes) -> str:
+    """Publish `data` as the release archive and pin the manifest to its sha256."""
+    import hashlib
+
+    archive_upstream["tarball"].write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    manifest = Path(os.environ["DLPERF_MANIFESTS"]) / "standin-pace.toml"
+    text = manifest.read_text()
+    manifest.write_text(
+        text.replace(archive_upstream.get("pinned", archive_upstream["sha256"]), sha)
+    )
+    archive_upstream["pinned"] = sha
+    return sha
+
+
+def sources_fetch(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The real CLI (its exit code and what it prints), in the fixture's environment."""
+    return subprocess.run([sys.executable, "-m", "dlperf", "sources", "fetch"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def tar_gz(members: list[tuple[str, bytes | None]]) -> bytes:
+    """A .tar.gz of (name, bytes) files and (name, None) folders."""
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            else:
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.mark.multiprocess
+def test_an_empty_or_truncated_archive_is_refused_with_the_reason(archive_upstream) -> None:
+    tmp = archive_upstream["tmp"]
+    whole = tar_gz([("standin-1.0/train.py", TRAIN_PY.encode() * 50)])
+    cases = {
+        "holds no files": tar_gz([]),  # a valid archive of nothing
+        "is an empty file": b"",  # no archive at all
+        "cannot unpack .*(ended before|EOF)": whole[: len(whole) // 2],  # its sha256 matches
+    }
+    for reason, data in cases.items():
+        pin_archive(archive_upstream, data)
+        out = sources_fetch(tmp)
+        assert out.returncode == 1, out.stderr  # not 130: nobody interrupted anything
+        assert re.search(reason, out.stderr.replace("\n", " ")), out.stderr
+        assert "Traceback" not in out.stderr and "interrupted" not in out.stderr
+        up = find_manifest("calibration", "pace").upstream
+        assert not checkout_dir(up).exists()
+        assert not list(checkout_dir(up).parent.glob("*.partial"))
+
+
+def test_an_archive_unpacking_past_the_limit_is_refused_before_writing(archive_upstream) -> None:
+    import gzip
+    import tarfile
+
+    from dlperf.official.manifest import UNPACKED_MAX_BYTES
+
+    # 2 GiB of zeros in 1.4 MB: gzip members one after another are one stream to a reader.
+    size = 2 * 2**30
+    header = tarfile.TarInfo("standin-1.0/zeros")
+    header.size, header.mode = size, 0o644
+    block = gzip.compress(b"\0" * (16 << 20), compresslevel=9)
+    bomb = (
+        gzip.compress(header.tobuf()) + block * (size // (16 << 20)) + gzip.compress(b"\0" * 1024)
+    )
+    assert len(bomb) < 10 * 2**20 and size > UNPACKED_MAX_BYTES
+    pin_archive(archive_upstream, bomb)
+    up = find_manifest("calibration", "pace").upstream
+    with pytest.raises(DlperfError, match=r"unpacks to more than 1,024 MiB"):
+        fetch_source(up)
+    assert not checkout_dir(up).exists()
+
+
+def test_an_archive_larger_than_the_limit_stops_downloading(archive_upstream, monkeypatch):
+    import dlperf.official.checkout as checkout
+
+    pin_archive(archive_upstream, tar_gz([("standin-1.0/train.py", os.urandom(64 << 10))]))
+    monkeypatch.setattr(checkout, "ARCHIVE_MAX_BYTES", 32 << 10)  # a limit the file passes
+    up = find_manifest("calibration", "pace").upstream
+    with pytest.raises(DlperfError, match=r"larger than 0 MiB .*ARCHIVE_MAX_BYTES"):
+        fetch_source(up)
+    with pytest.raises(DlperfError, match=r"larger than 0 MiB"):
+        fetch_source(up, sources_dir=archive_upstream["tarball"].parent)
+
+
+@pytest.mark.parametrize("git", ["folder", "file"])
+def test_an_archive_holding_a_git_repository_is_refused(archive_upstream, git) -> None:
+    # git add skips a nested repository's files: they would escape `sources verify`.
+    nested = [("standin-1.0/vendor/lib/.git", None), ("standin-1.0/vendor/lib/.git/HEAD",
+              b"ref: refs/heads/main\n")] if git == "folder" else [
+              ("standin-1.0/vendor/lib/.git", b"gitdir: /elsewhere\n")]  # fmt: skip
+    files = [("standin-1.0/train.py", TRAIN_PY.encode()), ("standin-1.0/vendor/lib/x.py", b"")]
+    pin_archive(archive_upstream, tar_gz(files + nested))
+    up = find_manifest("calibration", "pace").upstream
+    with pytest.raises(DlperfError, match=r"holds a git repository \(standin-1.0/vendor/lib/.git"):
+        fetch_source(up)
     assert not checkout_dir(up).exists()
 
 

@@ -26,6 +26,7 @@ from dlperf.schema import (
     JobInfo,
     Repeat,
     RepeatStatus,
+    ResultStatus,
     Window,
 )
 from dlperf.stats import mann_whitney_p, smallest_p
@@ -410,6 +411,31 @@ def test_superbench_multi_node_metrics_on_node_0_codes_on_every_node(tmp_path: P
     assert (a["node"], b["node"]) == ("node-a", "node-b")
     assert b["resnet_models/pytorch-resnet50/fp32_train_throughput"] == pytest.approx(100)
     assert a == {"resnet_models/pytorch-resnet50/return_code": 0, "node": "node-a"}
+
+
+@pytest.mark.multiprocess
+def test_superbench_node_of_a_local_job_is_the_host_not_its_loopback(tmp_path: Path) -> None:
+    # A real local 2-rank job (its ranks meet at 127.0.0.1) and a single process on this host:
+    # one machine, so one SuperBench node, named as every other result names its host.
+    from dlperf.runner import run_benchmark
+    from dlperf.spec import resolve_spec
+
+    def pace(devices: int):
+        return resolve_spec("calibration", "pace", preset="smoke", overrides={
+            "devices_per_node": devices, "skip": 2, "measure": 5, "repeats": 1,
+            "batch_size": 10, "options": {"step_ms": "10"}})  # fmt: skip
+
+    job, _ = run_benchmark(pace(2), tmp_path / "results")
+    single, _ = run_benchmark(pace(1), tmp_path / "results")
+    assert job.status == single.status == ResultStatus.ok, job.warnings
+    assert job.job.hosts == ["127.0.0.1"]  # the address its ranks met at, as recorded
+    out = CliRunner().invoke(app, ["export", "--format", "superbench",
+                                   "--results-dir", str(tmp_path / "results")])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    (line,) = [json.loads(text) for text in out.stdout.splitlines()]
+    assert line["node"] == single.environment.host == job.environment.host
+    assert "127.0.0.1" not in out.stdout
+    assert line["model-benchmarks:pace_models-1n2d/calibration-pace/return_code:1"] == 0
 
 
 def test_superbench_export_uses_stored_statistics_or_recomputes_them(tmp_path: Path) -> None:

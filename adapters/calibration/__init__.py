@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from dlperf import DlperfError
 from dlperf.adapter import Adapter, Command, WorkloadOption, integer, mode_args, number
 from dlperf.envs import EnvSpec
 from dlperf.schema import BenchmarkSpec
@@ -53,6 +54,16 @@ class CalibrationAdapter(Adapter):
 
     def option_keys(self, model: str) -> dict[str, WorkloadOption]:
         return OPTIONS
+
+    def check(self, spec: BenchmarkSpec) -> None:
+        for key in ("fault_rank", "slow_rank"):
+            if key in spec.options and int(spec.options[key]) >= spec.world_size:
+                n = spec.world_size
+                raise DlperfError(
+                    f"--set {key}={spec.options[key]}: the run has {n} rank{'s' * (n > 1)}, "
+                    f"numbered from 0 (--nodes {spec.nodes} x --devices-per-node "
+                    f"{spec.devices_per_node}); give a rank below {n}, or run more ranks"
+                )
 
     def env_spec(self, device: str) -> EnvSpec | None:
         return None  # stdlib only: runs on the host interpreter

@@ -22,7 +22,7 @@ from dlperf.events import parse_events_file
 from dlperf.importers import imported_result
 from dlperf.official.adapter import OfficialAdapter
 from dlperf.official.checkout import source_info
-from dlperf.official.manifest import find_manifest
+from dlperf.official.manifest import DEFAULT_PROFILE, Manifest, find_manifest, load_manifests
 from dlperf.proc import tail as log_tail
 from dlperf.schema import RepeatStatus, Result
 from dlperf.spec import resolve_spec
@@ -111,6 +111,40 @@ def _logged_device(
     return "cuda" if str(start.get("device", "cpu")).startswith("cuda") else "cpu"
 
 
+def detect_manifest(
+    framework: str, model: str, settings: dict[str, object], paths: Sequence[Path]
+) -> tuple[Manifest | None, str]:
+    """Which official implementation's log format reads these logs, when no --source or
+    --profile says: each manifest of (framework, model), the default profile's default first,
+    tried on the logs in turn; the first whose parser finds throughput lines in a log wins.
+    Returns it (None when none does) and a note saying what matched and what was tried."""
+    order = {DEFAULT_PROFILE: 0}
+    candidates = sorted(
+        (m for m in load_manifests().values() if (m.framework, m.model) == (framework, model)),
+        key=lambda m: (order.get(m.profile, 1), m.profile, not m.default, m.name),
+    )
+    tried = [f"{m.name} ({m.profile}: {m.log_format})" for m in candidates]
+    for path in paths:
+        for m in candidates:
+            given = {"device": m.environment.device, **settings, "source": m.name}
+            try:
+                spec = resolve_spec(framework, model, preset="dlperf", overrides=given)
+            except DlperfError:
+                continue  # this implementation cannot run that configuration
+            if OfficialAdapter(m).parse_files(spec, path, path).marks:
+                others = [t for t in tried if not t.startswith(f"{m.name} ")]
+                return m, (
+                    f"profile {m.profile} detected from the logs: {m.name}'s log format "
+                    f"({m.log_format}) reads {path.name}"
+                    + (f"; the other candidates: {', '.join(others)}" if others else "")
+                    + "; --profile or --source chooses"
+                )
+    return None, (
+        f"no official implementation's log format found throughput lines in these logs "
+        f"(tried: {', '.join(tried) or 'none'}); --profile or --source chooses"
+    )
+
+
 def import_logs(
     framework: str,
     model: str,
@@ -130,6 +164,11 @@ def import_logs(
     built = []
     for group in group_logs(paths, overrides):
         settings = {**group.settings, "impl": impl, "repeats": len(group.paths)}
+        detected = ""
+        if impl == "official" and not settings.get("source") and not settings.get("profile"):
+            manifest, detected = detect_manifest(framework, model, settings, group.paths)
+            if manifest is not None:
+                settings["source"] = manifest.name
         if "batch_size" not in settings:
             raise DlperfError(
                 f"{group.paths[0]}: the batch size is not in the path (DLPerf names logs "
@@ -160,6 +199,7 @@ def import_logs(
                 update={
                     "warnings": [
                         *result.warnings,
+                        *([detected] if detected else []),
                         f"imported logs: the upstream commit is the manifest's "
                         f"({manifest.upstream.short}); the patches they ran with are "
                         "not known",

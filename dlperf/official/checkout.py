@@ -19,19 +19,28 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from dlperf import DlperfError
 from dlperf.files import atomic_write_json, dlperf_home
-from dlperf.official.manifest import Manifest, Upstream, patches_root
+from dlperf.official.manifest import (
+    ARCHIVE_MAX_BYTES,
+    UNPACKED_MAX_BYTES,
+    UNPACKED_MAX_MEMBERS,
+    Manifest,
+    Upstream,
+    patches_root,
+)
 from dlperf.redact import redact_value
 from dlperf.schema import SourceInfo
 
 MARKER = ".dlperf-source.json"
 GIT_TIMEOUT_S = 60.0
 DOWNLOAD_TIMEOUT_S = 120.0
+CHUNK_BYTES = 1 << 20
 # The identity and date of the commit an archive's files are recorded in: fixed, so the same
 # archive always gives the same commit.
 _IMPORT_ENV = {
@@ -187,7 +196,7 @@ def _import_archive(repo: Path, upstream: Upstream, sources_dir: Path | None) ->
     with tempfile.TemporaryDirectory() as tmp:
         if sources_dir is None:
             path = Path(tmp) / name
-            _download(upstream, path)
+            digest = _download(upstream, path)
         else:
             path = sources_dir / name
             if not path.is_file():
@@ -195,23 +204,27 @@ def _import_archive(repo: Path, upstream: Upstream, sources_dir: Path | None) ->
                     f"--sources-dir {sources_dir} holds no {name}; download {upstream.archive} "
                     "into it"
                 )
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            digest = _file_digest(path)
+        shown = str(path) if sources_dir else upstream.archive  # the temporary copy is gone
         if digest != upstream.sha256:
             raise DlperfError(
-                f"{path} has sha256 {digest}, the manifest pins {upstream.sha256} "
+                f"{shown} has sha256 {digest}, the manifest pins {upstream.sha256} "
                 f"({upstream.name}): not the release it names, so nothing was unpacked"
             )
+        if path.stat().st_size == 0:
+            raise DlperfError(f"{shown} is an empty file: not a release of {upstream.name}")
         unpacked = Path(tmp) / "unpacked"
         try:
             with tarfile.open(path) as tar:
-                _extract(tar, unpacked)
-        except (tarfile.TarError, OSError) as exc:
-            raise DlperfError(f"cannot unpack {path}: {exc}") from exc
-        tops = list(unpacked.iterdir())
+                _extract(tar, unpacked, shown)
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+            # A truncated .tar.gz ends in EOFError, which is no interruption by the user.
+            raise DlperfError(f"cannot unpack {shown}: {exc or type(exc).__name__}") from None
+        tops = list(unpacked.iterdir()) if unpacked.is_dir() else []
+        if not tops:
+            raise DlperfError(f"{shown} holds no files: not a release of {upstream.name}")
         root = tops[0] if len(tops) == 1 and tops[0].is_dir() else unpacked
         for item in root.iterdir():
-            if item.name == ".git":
-                raise DlperfError(f"{path} holds a .git folder; a release archive should not")
             shutil.move(str(item), repo / item.name)
     _git(["add", "--all", "."], cwd=repo)
     message = f"{name} (sha256 {upstream.sha256}) as published at {upstream.archive}"
@@ -220,32 +233,86 @@ def _import_archive(repo: Path, upstream: Upstream, sources_dir: Path | None) ->
     _git(["checkout", "--quiet", "--detach"], cwd=repo)
 
 
-def _extract(tar: tarfile.TarFile, dest: Path) -> None:
+def _checked_members(tar: tarfile.TarFile, path: str) -> list[tarfile.TarInfo]:
+    """The archive's members, read before anything is written: refused when they hold a git
+    repository anywhere (its files would be left out of the checkout's commit, so `sources
+    verify` would not see them change) or pass the unpacked limits."""
+    members: list[tarfile.TarInfo] = []
+    total = 0
+    for member in tar:
+        if ".git" in PurePosixPath(member.name).parts:
+            raise DlperfError(
+                f"{path} holds a git repository ({member.name}); a release archive should not, "
+                "and its files would escape `dlperf sources verify`, so nothing was unpacked"
+            )
+        members.append(member)
+        total += member.size if member.isfile() else 0
+        if total > UNPACKED_MAX_BYTES or len(members) > UNPACKED_MAX_MEMBERS:
+            raise DlperfError(
+                f"{path} unpacks to more than {UNPACKED_MAX_BYTES / 2**20:,.0f} MiB or "
+                f"{UNPACKED_MAX_MEMBERS:,} files (dlperf.official.manifest.UNPACKED_MAX_BYTES); "
+                "no release of an upstream is that large, so nothing was unpacked"
+            )
+    return members
+
+
+def _extract(tar: tarfile.TarFile, dest: Path, path: str) -> None:
     """Extract refusing absolute paths, `..`, links leaving `dest` and devices (tarfile's
-    "data" filter; its own rule on Pythons too old to have it)."""
+    "data" filter; its own rule on Pythons too old to have it), after `_checked_members`."""
+    members = _checked_members(tar, path)
     if hasattr(tarfile, "data_filter"):
-        tar.extractall(dest, filter="data")
+        tar.extractall(dest, members=members, filter="data")
         return
-    for member in tar.getmembers():  # pragma: no cover - Python < 3.10.12 / 3.11.4
+    for member in members:  # pragma: no cover - Python < 3.10.12 / 3.11.4
         target = (dest / member.name).resolve()
         if not (member.isfile() or member.isdir()) or not target.is_relative_to(dest.resolve()):
             raise tarfile.TarError(f"refusing {member.name!r} (a link, device or outside path)")
-    tar.extractall(dest)  # noqa: S202 - every member checked above
+    tar.extractall(dest, members=members)  # noqa: S202 - every member checked above
 
 
-def _download(upstream: Upstream, dest: Path) -> None:
+def _too_large(what: str) -> DlperfError:
+    return DlperfError(
+        f"{what} is larger than {ARCHIVE_MAX_BYTES / 2**20:,.0f} MiB "
+        "(dlperf.official.manifest.ARCHIVE_MAX_BYTES): not a release archive of an upstream"
+    )
+
+
+def _file_digest(path: Path) -> str:
+    """The sha256 of a file in --sources-dir, read in chunks (refused past the size limit)."""
+    if path.stat().st_size > ARCHIVE_MAX_BYTES:
+        raise _too_large(str(path))
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _download(upstream: Upstream, dest: Path) -> str:
+    """Download the archive into `dest`, hashing it as it comes; returns its sha256. A
+    download past ARCHIVE_MAX_BYTES stops there."""
+    digest, size = hashlib.sha256(), 0
     try:
         with (
             urllib.request.urlopen(upstream.archive, timeout=DOWNLOAD_TIMEOUT_S) as response,
             dest.open("wb") as f,
         ):
-            shutil.copyfileobj(response, f)
+            length = response.headers.get("Content-Length")
+            if length and length.isdigit() and int(length) > ARCHIVE_MAX_BYTES:
+                raise _too_large(f"{upstream.archive} ({int(length):,} bytes)")
+            while chunk := response.read(CHUNK_BYTES):
+                size += len(chunk)
+                if size > ARCHIVE_MAX_BYTES:
+                    raise _too_large(upstream.archive)
+                digest.update(chunk)
+                f.write(chunk)
     except (urllib.error.URLError, OSError) as exc:
         raise DlperfError(
             f"cannot download {upstream.archive} ({upstream.name}; offline?): {exc}\n"
             "Download it where the network reaches, copy it into a folder here and run again "
             "with --sources-dir FOLDER."
         ) from exc
+    return digest.hexdigest()
 
 
 def _apply_patch(repo: Path, patch: Patch) -> None:

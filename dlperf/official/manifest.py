@@ -90,6 +90,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+# A release archive's limits: a download that does not end, or a small archive that unpacks to
+# gigabytes, is refused before it fills the disk. Generous for real upstreams: tf-models-official
+# 2.20.0's sdist is 1.9 MB and unpacks to about 10 MB; a repository's whole tree at a release is
+# at most a few hundred MB.
+ARCHIVE_MAX_BYTES = 256 * 2**20  # the archive as downloaded or found in --sources-dir
+UNPACKED_MAX_BYTES = 2**30  # its files' sizes together, unpacked
+UNPACKED_MAX_MEMBERS = 200_000  # its files and folders
+
+
 class Upstream(_Strict):
     """Where an official implementation's code comes from: a git repository at a full commit,
     or, for an upstream whose release exists only as a published archive (a PyPI sdist, a
@@ -244,7 +253,15 @@ def load_manifest(path: Path) -> Manifest:
 
 
 def load_manifests(directory: Path | None = None) -> dict[str, Manifest]:
+    given = directory is not None
     directory = directory or manifests_dir()
+    if not directory.is_dir():
+        whence = "" if given or not os.environ.get("DLPERF_MANIFESTS") else " (DLPERF_MANIFESTS)"
+        why = "is not a folder" if directory.exists() else "does not exist"
+        raise DlperfError(
+            f"the manifests folder {directory}{whence} {why}; point DLPERF_MANIFESTS at a "
+            "folder of manifests (third_party_scripts/*.toml) or unset it"
+        )
     manifests = {p.stem: load_manifest(p) for p in sorted(directory.glob("*.toml"))}
     defaults: dict[tuple[str, str, str], list[str]] = {}
     for m in manifests.values():

@@ -397,15 +397,43 @@ class Site:
 def write_site(results_dir: Path, out_dir: Path) -> Site:
     """Build the site of `results_dir` in `out_dir` (created when missing). A folder that holds
     other files and no site of ours is refused; in ours, pages and result copies of results that
-    are gone are removed."""
-    import plotly.offline
-
+    are gone are removed. Each file is written whole or not at all; when the writing fails (a
+    full disk) in a folder this call created, what it wrote is removed with the folder: no
+    partial site is left where there was none."""
     stored = ResultStore(results_dir).load()
     if not stored:
         raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
     _check_out(results_dir, out_dir)
-    check_writable(out_dir, "the site folder")
+    created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]  # deepest first
     written: list[Path] = []
+    try:
+        return _write_site(results_dir, out_dir, stored, written)
+    except BaseException:
+        if created:
+            _remove_new_site(out_dir, written, created)
+        raise
+
+
+def _remove_new_site(out_dir: Path, written: list[Path], created: list[Path]) -> None:
+    """Remove the files this call wrote into `out_dir` and the folders it created, when they
+    are then empty (a folder holding anything else is left as it is)."""
+    for path in written:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    for folder, _, _ in sorted(os.walk(out_dir), reverse=True):  # subfolders before their parent
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+    for folder in created:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _write_site(
+    results_dir: Path, out_dir: Path, stored: list[Stored], written: list[Path]
+) -> Site:
+    import plotly.offline
+
+    check_writable(out_dir, "the site folder")
 
     def put(relpath: str, data: str | bytes) -> None:
         """Write a file of the site (atomic_write gives it the umask's mode); a file already

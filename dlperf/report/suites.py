@@ -3,6 +3,7 @@ FAMBench's result table."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections import defaultdict
@@ -141,8 +142,21 @@ def _field_order(field: str) -> tuple[int, str]:
 
 
 def _nodes(result: Result) -> list[str]:
-    """The nodes a result ran on, node 0 (the one with global rank 0) first."""
-    return list(result.job.hosts) if result.job and result.job.hosts else [result.environment.host]
+    """The nodes a result ran on, node 0 (the one with global rank 0) first, by name. The
+    local launcher's nodes are this host's loopback address: that is the machine the result
+    names (as every single-process result), not a node of its own."""
+    hosts = list(result.job.hosts) if result.job and result.job.hosts else []
+    named = [result.environment.host if _is_loopback(h) else h for h in hosts]
+    return named or [result.environment.host]
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def superbench_lines(results: list[Result]) -> list[dict[str, float | str]]:
