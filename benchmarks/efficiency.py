@@ -23,8 +23,9 @@ against the reference run beside it (a diagnostic row: its run against that refe
 row's ratio is the median of its pair ratios, shown with their spread: the median's
 distribution-free 95 % interval from 6 pairs on (dlperf.stats.median_ci_ranks), the min-max
 below. A row is marked noisy when that interval reaches more than NOISE_BOUND (5 %) from the
-median (its pairs disagree: a 5 % gap could hide in them), when it has a single pair, or when
-other processes took more than dlperf's busy share (10 %) of the CPUs during one of its runs.
+median (its pairs disagree: a 5 % gap could hide in them) or when it has a single pair. Pairs
+during which other processes took more than dlperf's busy share (10 %) of the CPUs are named in
+a column of their own (dlperf.system.LoadMeter around every run).
 9 rounds by default: the fewest for which the 95 % interval drops the extreme pair at each end.
 Target on a GPU: >= 0.95 for every headline row that is not noisy.
 """
@@ -85,7 +86,9 @@ class PairSummary:
     interval: str  # what low-high is, in words
     reach: float  # how far the interval reaches from the median, relative to it
     noisy: bool
-    reasons: tuple[str, ...] = field(default_factory=tuple)
+    reasons: tuple[str, ...] = field(default_factory=tuple)  # why noisy
+    busy_pairs: tuple[int, ...] = field(default_factory=tuple)  # 1-based, others > busy share
+    busy_worst: float | None = None  # the largest share other processes took in those pairs
 
 
 def pair_ratios(ours: Sequence[float], theirs: Sequence[float]) -> tuple[float, ...]:
@@ -103,7 +106,11 @@ def summarize_pairs(
     busy_share: float = BUSY_SHARE,
 ) -> PairSummary:
     """Median pair ratio, its interval and the noise verdict. `busy[i]`: the largest share of
-    the CPUs other processes took during either run of pair i (None: not measured)."""
+    the CPUs other processes took during either run of pair i (None: not measured).
+
+    Noisy is about the ratio: pairs that disagree cannot resolve a `bound` gap. Pairs run while
+    the machine was busy (above dlperf's `busy_share`) are named apart: the absolute numbers
+    of such a run are low, and its ratio holds only as far as its pairs agree."""
     ratios = pair_ratios(ours, theirs)
     if not ratios:
         raise ValueError("no pairs to summarize")
@@ -134,17 +141,23 @@ def summarize_pairs(
             "could hide in it"
         )
     loaded = [(i + 1, s) for i, s in enumerate(busy or ()) if s is not None and s > busy_share]
-    if loaded:
-        rounds = ", ".join(str(i) for i, _ in loaded)
-        worst = max(s for _, s in loaded)
-        reasons.append(
-            f"machine busy: other processes took up to {worst:.0%} of the CPUs in pair(s) "
-            f"{rounds} (dlperf's bound {busy_share:.0%})"
-        )
     return PairSummary(
         ratios=ratios, median=median, low=low, high=high, interval=interval, reach=reach,
         noisy=bool(reasons), reasons=tuple(reasons),
+        busy_pairs=tuple(i for i, _ in loaded),
+        busy_worst=max((s for _, s in loaded), default=None),
     )  # fmt: skip
+
+
+def busy_text(s: PairSummary, busy_share: float = BUSY_SHARE) -> str:
+    """'none', or which pairs ran while other processes took more than `busy_share`."""
+    if not s.busy_pairs:
+        return "none"
+    pairs = ", ".join(str(i) for i in s.busy_pairs)
+    return (
+        f"{len(s.busy_pairs)} of {len(s.ratios)} (pair {pairs}: others up to "
+        f"{s.busy_worst:.0%} of the CPUs, above {busy_share:.0%})"
+    )
 
 
 def round_order(kinds: Sequence[str], round_index: int) -> list[str]:
@@ -166,8 +179,8 @@ def table(rows: Sequence[dict]) -> str:
     """The Markdown table of the rows (a renderer: returns the text)."""
     lines = [
         "| workload | mode | compared | numerator (median) | denominator (median) "
-        "| ratio (median of pairs) | pairs' spread | pairs |",
-        "|---|---|---|---|---|---|---|---|",
+        "| ratio (median of pairs) | pairs' spread | pairs | busy pairs |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         s = r.get("summary")
@@ -176,9 +189,10 @@ def table(rows: Sequence[dict]) -> str:
         num = f"{r['numerator']:,.2f}" if r.get("numerator") is not None else "—"
         den = f"{r['denominator']:,.2f}" if r.get("denominator") is not None else "—"
         n = len(summary.ratios) if summary else 0
+        busy = busy_text(summary) if summary else "—"
         lines.append(
             f"| {r['model']} | {r['mode']} | {r['compared']} | {num} | {den} | "
-            f"{ratio_text(summary)} | {spread} | {n} |"
+            f"{ratio_text(summary)} | {spread} | {n} | {busy} |"
         )
     return "\n".join(lines)
 
@@ -192,6 +206,9 @@ def noise_notes(rows: Sequence[dict]) -> list[str]:
         if summary is not None and summary.noisy:
             why = "; ".join(summary.reasons)
             out.append(f"noisy: {r['model']} {r['mode']}, {r['compared']}: {why}")
+        if summary is not None and summary.busy_pairs:
+            what = f"{r['model']} {r['mode']}, {r['compared']}"
+            out.append(f"busy: {what}: {busy_text(summary)}")
         if r.get("skipped"):
             out.append(f"skipped: {r['model']} {r['mode']}: {r['skipped']}")
     return out
@@ -391,13 +408,16 @@ def main() -> int:
     print(
         f"ratio: the median of the pairs' ratios (each run against the run of its round); "
         f"spread: the 95% CI of that median from 6 pairs on, else the pairs' min-max; noisy: "
-        f"one pair, a spread reaching more than {NOISE_BOUND:.0%} from the median, or other "
-        f"processes above {BUSY_SHARE:.0%} of the CPUs during a pair"
+        f"one pair, or a spread reaching more than {NOISE_BOUND:.0%} from the median (a "
+        f"{NOISE_BOUND:.0%} gap could hide in it); busy pairs: other processes took more than "
+        f"{BUSY_SHARE:.0%} of the CPUs during one of its runs (its absolute numbers are low)"
     )
     for note in noise_notes(rows):
         print(note)
-    noisy = sum(1 for r in rows if r.get("summary") and r["summary"]["noisy"])
-    print(f"{noisy} of {sum(1 for r in rows if r.get('summary'))} rows noisy")
+    measured = [r["summary"] for r in rows if r.get("summary")]
+    noisy = sum(1 for s in measured if s["noisy"])
+    busy = sum(1 for s in measured if s["busy_pairs"])
+    print(f"{noisy} of {len(measured)} rows noisy, {busy} with busy pairs")
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=2) + "\n")
     return 0

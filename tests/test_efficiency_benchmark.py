@@ -77,27 +77,24 @@ def test_five_pairs_that_disagree_are_marked_noisy():
     assert eff.ratio_text(s) == "0.97 (noisy)"
 
 
-def test_pairs_spread_3x_under_load_are_noisy_and_say_the_machine_was_busy():
+def test_pairs_spread_3x_under_load_are_noisy_and_the_busy_pairs_are_named():
     # Issue 23: under load one row printed 2.06 from repeats spread 3.3x. The share other
     # processes took of the CPUs is measured per run (dlperf.system.LoadMeter).
     s = eff.summarize_pairs([10.0, 33.0, 20.6], [10.0, 10.0, 10.0], busy=[0.04, 0.61, 0.3])
     assert s.median == pytest.approx(2.06)
-    assert s.noisy and len(s.reasons) == 2
-    assert s.reasons[0].startswith("pairs disagree")
-    assert s.reasons[1] == (
-        "machine busy: other processes took up to 61% of the CPUs in pair(s) 2, 3 "
-        "(dlperf's bound 10%)"
-    )
+    assert s.noisy and len(s.reasons) == 1 and s.reasons[0].startswith("pairs disagree")
+    assert s.busy_pairs == (2, 3) and s.busy_worst == 0.61
+    assert eff.busy_text(s) == "2 of 3 (pair 2, 3: others up to 61% of the CPUs, above 10%)"
 
 
-def test_a_busy_pair_alone_makes_a_row_noisy():
+def test_busy_pairs_are_named_but_pairs_that_agree_still_resolve_the_ratio():
     s = eff.summarize_pairs([1.0, 1.01], [1.0, 1.0], busy=[0.0, 0.2])
-    assert s.noisy and s.reasons == (
-        "machine busy: other processes took up to 20% of the CPUs in pair(s) 2 "
-        "(dlperf's bound 10%)",
-    )
-    quiet = eff.summarize_pairs([1.0, 1.01], [1.0, 1.0], busy=[0.0, 0.1])  # at the bound: ok
-    assert not quiet.noisy
+    assert not s.noisy and s.busy_pairs == (2,)
+    assert eff.busy_text(s) == "1 of 2 (pair 2: others up to 20% of the CPUs, above 10%)"
+    quiet = eff.summarize_pairs([1.0, 1.01], [1.0, 1.0], busy=[0.0, 0.1])  # at the bound
+    assert quiet.busy_pairs == () and eff.busy_text(quiet) == "none"
+    unmeasured = eff.summarize_pairs([1.0, 1.01], [1.0, 1.0])
+    assert unmeasured.busy_pairs == () and unmeasured.busy_worst is None
 
 
 def test_a_single_pair_is_never_vouched_for():
@@ -137,11 +134,14 @@ def test_each_kind_runs_first_as_often_as_the_others():
 def test_the_table_bolds_only_ratios_whose_pairs_agree():
     agree = eff.summarize_pairs([0.91, 0.95, 0.88], [1.0, 1.0, 1.0])
     disagree = eff.summarize_pairs([1.05, 0.86, 0.87, 1.05, 0.97], [1.0] * 5)
+    busy = eff.summarize_pairs([1.0, 1.01, 0.99], [1.0] * 3, busy=[0.0, 0.35, 0.0])
     rows = [
         {"model": "bert", "mode": "eager", "row": "headline", "compared": "dlperf / ref",
          "numerator": 4.5, "denominator": 4.9, "summary": agree},
         {"model": "resnet50", "mode": "eager", "row": "headline", "compared": "dlperf / ref",
          "numerator": 50.0, "denominator": 52.0, "summary": disagree},
+        {"model": "resnet50", "mode": "xla", "row": "headline", "compared": "dlperf / ref",
+         "numerator": 50.0, "denominator": 50.0, "summary": busy},
         {"model": "bert", "mode": "xla", "row": "headline", "compared": "dlperf / ref",
          "skipped": "not started: past --deadline-s 300"},
     ]  # fmt: skip
@@ -151,16 +151,25 @@ def test_the_table_bolds_only_ratios_whose_pairs_agree():
     for table in (eff.table(rows), eff.table(as_json)):
         lines = table.splitlines()
         assert lines[2] == (
-            "| bert | eager | dlperf / ref | 4.50 | 4.90 | **0.91** | 0.88-0.95 | 3 |"
+            "| bert | eager | dlperf / ref | 4.50 | 4.90 | **0.91** | 0.88-0.95 | 3 | none |"
         )
         assert lines[3] == (
-            "| resnet50 | eager | dlperf / ref | 50.00 | 52.00 | 0.97 (noisy) | 0.86-1.05 | 5 |"
+            "| resnet50 | eager | dlperf / ref | 50.00 | 52.00 | 0.97 (noisy) | 0.86-1.05 | 5 "
+            "| none |"
         )
-        assert lines[4] == "| bert | xla | dlperf / ref | — | — | — | — | 0 |"
+        assert lines[4] == (
+            "| resnet50 | xla | dlperf / ref | 50.00 | 50.00 | **1.00** | 0.99-1.01 | 3 | 1 of 3 "
+            "(pair 2: others up to 35% of the CPUs, above 10%) |"
+        )
+        assert lines[5] == "| bert | xla | dlperf / ref | — | — | — | — | 0 | — |"
     notes = eff.noise_notes(as_json)
     assert notes[0].startswith("noisy: resnet50 eager, dlperf / ref: pairs disagree")
-    assert notes[1] == "skipped: bert xla: not started: past --deadline-s 300"
-    assert len(notes) == 2
+    assert (
+        notes[1] == "busy: resnet50 xla, dlperf / ref: 1 of 3 (pair 2: others up to 35% of "
+        "the CPUs, above 10%)"
+    )
+    assert notes[2] == "skipped: bert xla: not started: past --deadline-s 300"
+    assert len(notes) == 3
 
 
 # --------------------------------------------------------------------------------------------
