@@ -17,9 +17,12 @@ rounds of:
   without an all-ones attention mask, ResNet50 with and without channels_last: which part of a
   gap is the model, which the harness, which a setting.
 
-The runs of a round go one after the other, in an order rotated from round to round, so that
-drift of a shared machine hits all alike. Each round gives one *pair* per row: dlperf's run
-against the reference run beside it (a diagnostic row: its run against that reference run). A
+The runs of a round go one after the other: dlperf's run between the reference's and (with
+--diagnose) its own class's in the bare loop, that chain reversed every other round, then the
+other diagnostics in an order rotated from round to round, so that drift and bursts of load on
+a shared host hit neighbours alike. Each round gives one
+*pair* per row: dlperf's run against the reference run beside it (a diagnostic row: its run
+against that reference run; the harness row: dlperf's run against its own class's). A
 row's ratio is the median of its pair ratios, shown with their spread: the median's
 distribution-free 95 % interval from 6 pairs on (dlperf.stats.median_ci_ranks), the min-max
 below. A row is marked noisy when that interval reaches more than NOISE_BOUND (5 %) from the
@@ -160,13 +163,15 @@ def busy_text(s: PairSummary, busy_share: float = BUSY_SHARE) -> str:
     )
 
 
-def round_order(kinds: Sequence[str], round_index: int) -> list[str]:
-    """The runs of round `round_index` (0-based): the list rotated by one each round, so that
-    every kind runs first (and last) as often as the others over the rounds."""
-    if not kinds:
-        return []
-    k = round_index % len(kinds)
-    return [*kinds[k:], *kinds[:k]]
+def round_order(chain: Sequence[str], others: Sequence[str], round_index: int) -> list[str]:
+    """The runs of round `round_index` (0-based): the `chain` back to back, so that a burst of
+    load on the host hits neighbours alike, reversed every other round (neither end always
+    runs first); then the other runs, rotated by one each round."""
+    head = list(chain) if round_index % 2 == 0 else list(reversed(chain))
+    if not others:
+        return head
+    k = round_index % len(others)
+    return [*head, *others[k:], *others[:k]]
 
 
 def ratio_text(s: PairSummary | None) -> str:
@@ -217,6 +222,19 @@ def noise_notes(rows: Sequence[dict]) -> list[str]:
 # --------------------------------------------------------------------------- runs
 
 
+# Measured steps per run on a CPU: a window of about 10 s at the CPU shapes on a 2-core machine,
+# so that a burst of load on the host lasting seconds averages out within a run (ResNet50's 10
+# steps took 3 s there, and its pairs spread 6-12 %).
+CPU_MEASURE = {"resnet50": 30, "bert": 10}
+
+
+def measure_of(args: argparse.Namespace, model: str) -> int:
+    """--measure, else 100 steps on CUDA, CPU_MEASURE on a CPU."""
+    if args.measure:
+        return args.measure
+    return 100 if args.device == "cuda" else CPU_MEASURE[model]
+
+
 def shape_args(shapes: str, model: str, precision: str) -> tuple[int, list[str]]:
     batches, size = SHAPES[shapes, model]
     flag = "--image-size" if model == "resnet50" else "--seq-len"
@@ -235,7 +253,8 @@ def dlperf_once(args: argparse.Namespace, model: str, xla: bool, results: Path) 
     batch, shape = shape_args(args.shapes, model, precision)
     argv = [sys.executable, "-m", "dlperf", "run", "pytorch", model, "--device", args.device]
     argv += ["--batch-size", str(batch), *shape, "--skip", str(args.skip)]
-    argv += ["--measure", str(args.measure), "--repeats", "1", "--python", args.python]
+    argv += ["--measure", str(measure_of(args, model)), "--repeats", "1"]
+    argv += ["--python", args.python]
     argv += ["--results-dir", str(results), "--json", "--timeout", "3600"]
     argv += ["--amp"] if args.amp else []
     argv += ["--xla"] if xla else []
@@ -250,7 +269,7 @@ def reference_once(args: argparse.Namespace, model: str, xla: bool, *extra: str)
     batch, shape = shape_args(args.shapes, model, precision)
     argv = [args.python, str(REFERENCE), "--model", model, "--device", args.device]
     argv += ["--batch-size", str(batch), *shape, "--skip", str(args.skip)]
-    argv += ["--measure", str(args.measure), *extra]
+    argv += ["--measure", str(measure_of(args, model)), *extra]
     argv += ["--threads", str(cpu_budget())] if args.device == "cpu" else []
     argv += ["--amp"] if args.amp else []
     argv += ["--xla"] if xla else []
@@ -314,13 +333,17 @@ def measure_row(
     }
     for label, extra in diag:
         runs[label] = loop(label, extra)
+    # dlperf's run between the reference and dlperf's class in the bare loop: the headline and
+    # the harness pairs are both neighbours in time.
+    chain = [diag[0][0], "dlperf", "reference"] if diag else ["dlperf", "reference"]
+    others = [label for label, _ in diag[1:]]
     values: dict[str, list[float]] = {k: [] for k in runs}
     busy: dict[str, list[float]] = {k: [] for k in runs}
     for i in range(repeats):
         if i and past_deadline():
             print(f"  {model} {mode}: no round after #{i}: past --deadline-s", flush=True)
             break
-        for kind in round_order(list(runs), i):
+        for kind in round_order(chain, others, i):
             value, share = metered(runs[kind])
             values[kind].append(value)
             busy[kind].append(share)
@@ -360,7 +383,7 @@ def main() -> int:
     p.add_argument("--xla-repeats", type=int, help="rounds of the xla rows (compiling is slow)")
     p.add_argument("--deadline-s", type=float, help="start no round after this many seconds")
     p.add_argument("--skip", type=int, help="default: 20 on CUDA, 3 on a CPU")
-    p.add_argument("--measure", type=int, help="default: 100 on CUDA, 10 on a CPU")
+    p.add_argument("--measure", type=int, help="default: 100 on CUDA, CPU_MEASURE on a CPU")
     p.add_argument("--diagnose", action="store_true")
     p.add_argument("--tiny", action="store_true", help="tiny shapes: try the path, not speed")
     p.add_argument("--json-out", type=Path, help="also write the rows as JSON here")
@@ -370,7 +393,6 @@ def main() -> int:
     cuda = args.device == "cuda"
     args.shapes = "tiny" if args.tiny else args.device
     args.skip = args.skip if args.skip is not None else (20 if cuda else 3)
-    args.measure = args.measure or (100 if cuda else 10)
     if args.python:
         args.run_env = dict(os.environ)
     else:
@@ -382,14 +404,19 @@ def main() -> int:
     def past_deadline() -> bool:
         return args.deadline_s is not None and time.monotonic() - started > args.deadline_s
 
+    modes, models = args.modes.split(","), args.models.split(",")
+    unknown = sorted({*models} - {m for _, m in SHAPES}) + sorted({*modes} - {"eager", "xla"})
+    if unknown:
+        p.error(f"unknown model or mode {', '.join(unknown)}: models resnet50, bert; modes "
+                "eager, xla")  # fmt: skip
+    measures = ", ".join(f"{measure_of(args, m)} ({m})" for m in models)
     print(
         f"device {args.device}, {'amp' if args.amp else 'fp32'}, shapes {args.shapes}, skip "
-        f"{args.skip}, measure {args.measure}, {args.repeats} rounds per row, runs in a "
-        f"rotating order, python {args.python}, dlperf from {Path(dlperf.__file__).parent}",
+        f"{args.skip}, measure {measures}, {args.repeats} rounds per row, python "
+        f"{args.python}, dlperf from {Path(dlperf.__file__).parent}",
         flush=True,
     )
-    modes = args.modes.split(",")
-    plan = [(m, mode) for mode in modes for m in args.models.split(",")]  # eager rows first
+    plan = [(m, mode) for mode in modes for m in models]  # eager rows first
     with tempfile.TemporaryDirectory() as tmp:
         for model, mode in plan:
             xla = mode == "xla"

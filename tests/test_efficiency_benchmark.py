@@ -122,13 +122,13 @@ def test_the_default_rounds_make_a_5_percent_gap_visible():
     assert s.high < 1.0 and not s.noisy and eff.ratio_text(s) == "**0.95**"
 
 
-def test_each_kind_runs_first_as_often_as_the_others():
-    kinds = ["dlperf", "reference", "diagnostic"]
-    orders = [eff.round_order(kinds, i) for i in range(6)]
-    assert orders[0] == kinds and orders[3] == kinds
-    assert [o[0] for o in orders[:3]] == kinds
-    assert all(sorted(o) == sorted(kinds) for o in orders)
-    assert [eff.round_order(["a", "b"], i)[0] for i in range(4)] == ["a", "b", "a", "b"]
+def test_dlperf_runs_between_the_runs_it_is_held_against_and_neither_end_always_first():
+    chain, others = ["class", "dlperf", "reference"], ["cl1", "mask"]
+    orders = [eff.round_order(chain, others, i) for i in range(4)]
+    assert [o[:3] for o in orders] == [chain, chain[::-1]] * 2
+    # The other runs follow, each first among them once every len(others) rounds.
+    assert [o[3:] for o in orders] == [["cl1", "mask"], ["mask", "cl1"]] * 2
+    assert eff.round_order(["dlperf", "reference"], [], 1) == ["reference", "dlperf"]
 
 
 def test_the_table_bolds_only_ratios_whose_pairs_agree():
