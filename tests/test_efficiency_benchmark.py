@@ -122,6 +122,18 @@ def test_the_default_rounds_make_a_5_percent_gap_visible():
     assert s.high < 1.0 and not s.noisy and eff.ratio_text(s) == "**0.95**"
 
 
+def test_rounds_go_on_while_the_pairs_disagree_up_to_the_cap():
+    agree = eff.summarize_pairs([1.0, 1.01, 0.99] * 3, [1.0] * 9)
+    disagree = eff.summarize_pairs([1.05, 0.86, 0.87, 1.05, 0.97] * 2, [1.0] * 10)
+    want = eff.wants_another_round
+    assert want(0, 9, 17, None) and want(8, 9, 17, agree)  # below the minimum: always
+    assert not want(9, 9, 17, agree)  # 9 pairs that resolve 5 %: done
+    assert want(10, 9, 17, disagree)  # not yet: another round
+    assert not want(17, 9, 17, disagree)  # the cap: stop, the row stays noisy
+    assert not want(2, 2, 2, disagree)  # --max-repeats equal to --repeats: fixed rounds
+    assert eff.DEFAULT_MAX_REPEATS >= eff.DEFAULT_REPEATS
+
+
 def test_dlperf_runs_between_the_runs_it_is_held_against_and_neither_end_always_first():
     chain, others = ["class", "dlperf", "reference"], ["cl1", "mask"]
     orders = [eff.round_order(chain, others, i) for i in range(4)]
