@@ -4,19 +4,35 @@
     python benchmarks/efficiency.py --modes eager,xla     # and torch.compile
     python benchmarks/efficiency.py --device cuda --amp --python "$(command -v python3)"
     python benchmarks/efficiency.py --diagnose            # also dlperf's classes in the bare loop
+    python benchmarks/efficiency.py --tiny --repeats 2    # the whole path in a minute or two
 
-For each model (ResNet50-v1.5, BERT-base) and mode (eager, `--xla` = torch.compile) it runs, in
-turn and interleaved repeat by repeat so that drift of a shared machine hits both alike:
+For each model (ResNet50-v1.5, BERT-base) and mode (eager, `--xla` = torch.compile) it runs
+rounds of:
 
 * `dlperf run pytorch MODEL ... --repeats 1` with the interpreter given (`--python`, default
   dlperf's built PyTorch env) and dlperf's default best practice for the device;
 * `benchmarks/reference_loops.py` with the same interpreter, shapes, precision, window (skip,
-  measure) and thread budget: a loop with no dlperf code, synchronised only at the window's ends.
+  measure) and thread budget: a loop with no dlperf code, synchronised only at the window's ends;
+* with `--diagnose` (eager rows), dlperf's own model classes in that bare loop, BERT with and
+  without an all-ones attention mask, ResNet50 with and without channels_last: which part of a
+  gap is the model, which the harness, which a setting.
 
-and prints dlperf's median / the reference's median. Target on a GPU: >= 0.95 for every row.
-`--diagnose` adds dlperf's own model classes in the same bare loop, BERT with and without an
-all-ones attention mask, ResNet50 with and without channels_last: which part of a gap is the
-model, which the harness, which a setting.
+The runs of a round go one after the other: dlperf's run between the reference's and (with
+--diagnose) its own class's in the bare loop, that chain reversed every other round, then the
+other diagnostics in an order rotated from round to round, so that drift and bursts of load on
+a shared host hit neighbours alike. Each round gives one
+*pair* per row: dlperf's run against the reference run beside it (a diagnostic row: its run
+against that reference run; the harness row: dlperf's run against its own class's). A
+row's ratio is the median of its pair ratios, shown with their spread: the median's
+distribution-free 95 % interval from 6 pairs on (dlperf.stats.median_ci_ranks), the min-max
+below. A row is marked noisy when that interval reaches more than NOISE_BOUND (5 %) from the
+median (its pairs disagree: a 5 % gap could hide in them) or when it has a single pair. Pairs
+during which other processes took more than dlperf's busy share (10 %) of the CPUs are named in
+a column of their own (dlperf.system.LoadMeter around every run).
+9 rounds by default: the fewest for which the 95 % interval drops the extreme pair at each end;
+while a row's dlperf / reference pairs still disagree, more rounds follow, up to 17
+(--max-repeats), so that a 5 % gap becomes visible where the machine allows it.
+Target on a GPU: >= 0.95 for every headline row that is not noisy.
 """
 
 from __future__ import annotations
@@ -29,37 +45,236 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import dlperf
 from dlperf.adapters import get_adapter
+from dlperf.adapters.pytorch import CPU_CHANNELS_LAST_FROM_PX
 from dlperf.envs import ensure_env
-from dlperf.system import cpu_budget
+from dlperf.stats import CI_LEVEL, median_ci_ranks
+from dlperf.system import BUSY_SHARE, LoadMeter, cpu_budget
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = HERE / "reference_loops.py"
 WORKLOAD = get_adapter("pytorch").folder / "workload.py"
 # (batch, image size or sequence length) per model: DLPerf's full shapes on a GPU, small ones
-# that a 2-core CPU finishes in minutes.
+# that a 2-core CPU finishes in minutes, and tiny ones that only try the path (a CI test).
 SHAPES = {
     ("cuda", "resnet50"): ({"fp32": 128, "amp": 256}, 224),
     ("cuda", "bert"): ({"fp32": 32, "amp": 64}, 128),
     ("cpu", "resnet50"): ({"fp32": 16, "amp": 16}, 64),
     ("cpu", "bert"): ({"fp32": 4, "amp": 4}, 64),
+    ("tiny", "resnet50"): ({"fp32": 2, "amp": 2}, 32),
+    ("tiny", "bert"): ({"fp32": 1, "amp": 1}, 8),
 }
+# A row whose pairs' interval reaches further than this from their median is noisy: a gap of
+# this size could hide inside the spread of its pairs.
+NOISE_BOUND = 0.05
+DEFAULT_REPEATS = 9  # the fewest pairs whose 95 % interval is not their min-max
+# Rounds a row may go on to while its headline pairs disagree: on the 2-core VM one run's
+# throughput moved 5-10 % with bursts of load on the host (no process of its own to see), so
+# 9 pairs did not always resolve 5 %; 17 pairs' 95 % interval is their 5th and 13th.
+DEFAULT_MAX_REPEATS = 17
+HEADLINE = "dlperf run / reference loop"
+HARNESS = "dlperf run / dlperf's class in the bare loop (the harness)"
 
 
-def shape_args(device: str, model: str, precision: str) -> tuple[int, list[str]]:
-    batches, size = SHAPES[device, model]
+# --------------------------------------------------------------------------- pure: pairs
+
+
+@dataclass(frozen=True)
+class PairSummary:
+    """The pairs of one row: ratio_i = ours_i / theirs_i, both runs of round i."""
+
+    ratios: tuple[float, ...]
+    median: float
+    low: float  # the interval around the median: 95 % CI from 6 pairs on, else min-max
+    high: float
+    interval: str  # what low-high is, in words
+    reach: float  # how far the interval reaches from the median, relative to it
+    noisy: bool
+    reasons: tuple[str, ...] = field(default_factory=tuple)  # why noisy
+    busy_pairs: tuple[int, ...] = field(default_factory=tuple)  # 1-based, others > busy share
+    busy_worst: float | None = None  # the largest share other processes took in those pairs
+
+
+def pair_ratios(ours: Sequence[float], theirs: Sequence[float]) -> tuple[float, ...]:
+    """Each of our runs against the run of the same round, never median against median."""
+    if len(ours) != len(theirs):
+        raise ValueError(f"{len(ours)} runs against {len(theirs)}: pairs need one each")
+    return tuple(a / b for a, b in zip(ours, theirs, strict=True))
+
+
+def summarize_pairs(
+    ours: Sequence[float],
+    theirs: Sequence[float],
+    busy: Sequence[float] | None = None,
+    bound: float = NOISE_BOUND,
+    busy_share: float = BUSY_SHARE,
+) -> PairSummary:
+    """Median pair ratio, its interval and the noise verdict. `busy[i]`: the largest share of
+    the CPUs other processes took during either run of pair i (None: not measured).
+
+    Noisy is about the ratio: pairs that disagree cannot resolve a `bound` gap. Pairs run while
+    the machine was busy (above dlperf's `busy_share`) are named apart: the absolute numbers
+    of such a run are low, and its ratio holds only as far as its pairs agree."""
+    ratios = pair_ratios(ours, theirs)
+    if not ratios:
+        raise ValueError("no pairs to summarize")
+    n = len(ratios)
+    ordered = sorted(ratios)
+    median = statistics.median(ratios)
+    ranks = median_ci_ranks(n, CI_LEVEL)
+    if ranks is not None:
+        low, high = ordered[ranks.low_rank - 1], ordered[ranks.high_rank - 1]
+        if ranks.low_rank == 1:
+            interval = f"95% CI (min-max of {n} pairs, coverage {ranks.coverage:.1%})"
+        else:
+            interval = (
+                f"95% CI (pairs {ranks.low_rank} and {ranks.high_rank} of {n} in order, "
+                f"coverage {ranks.coverage:.1%})"
+            )
+    else:
+        low, high = ordered[0], ordered[-1]
+        interval = f"min-max of {n} pair{'s' if n > 1 else ''} (too few for a 95% CI)"
+    reach = max(median - low, high - median) / median
+    reasons = []
+    if n < 2:
+        reasons.append("a single pair: no spread to judge it by")
+    elif reach > bound:
+        reasons.append(
+            f"pairs disagree: their {interval.split(' (')[0]} {low:.2f}-{high:.2f} reaches "
+            f"{reach:.0%} from the median {median:.2f} (bound {bound:.0%}); a {bound:.0%} gap "
+            "could hide in it"
+        )
+    loaded = [(i + 1, s) for i, s in enumerate(busy or ()) if s is not None and s > busy_share]
+    return PairSummary(
+        ratios=ratios, median=median, low=low, high=high, interval=interval, reach=reach,
+        noisy=bool(reasons), reasons=tuple(reasons),
+        busy_pairs=tuple(i for i, _ in loaded),
+        busy_worst=max((s for _, s in loaded), default=None),
+    )  # fmt: skip
+
+
+def busy_text(s: PairSummary, busy_share: float = BUSY_SHARE) -> str:
+    """'none', or which pairs ran while other processes took more than `busy_share`."""
+    if not s.busy_pairs:
+        return "none"
+    pairs = ", ".join(str(i) for i in s.busy_pairs)
+    return (
+        f"{len(s.busy_pairs)} of {len(s.ratios)} (pair {pairs}: others up to "
+        f"{s.busy_worst:.0%} of the CPUs, above {busy_share:.0%})"
+    )
+
+
+def round_order(chain: Sequence[str], others: Sequence[str], round_index: int) -> list[str]:
+    """The runs of round `round_index` (0-based): the `chain` back to back, so that a burst of
+    load on the host hits neighbours alike, reversed every other round (neither end always
+    runs first); then the other runs, rotated by one each round."""
+    head = list(chain) if round_index % 2 == 0 else list(reversed(chain))
+    if not others:
+        return head
+    k = round_index % len(others)
+    return [*head, *others[k:], *others[:k]]
+
+
+def wants_another_round(
+    done: int, rounds: int, max_rounds: int, headline: PairSummary | None
+) -> bool:
+    """Whether a row runs one more round: always below `rounds`; from there on only while its
+    headline pairs are noisy (a 5 % gap not yet visible), and never past `max_rounds`. The
+    interval is still computed as for a fixed number of pairs, so stopping at the first round
+    that agrees is a little optimistic; the rows say how many pairs each took."""
+    if done < rounds:
+        return True
+    if done >= max_rounds:
+        return False
+    return headline is None or headline.noisy
+
+
+def ratio_text(s: PairSummary | None) -> str:
+    if s is None:
+        return "—"
+    return f"{s.median:.2f} (noisy)" if s.noisy else f"**{s.median:.2f}**"
+
+
+def table(rows: Sequence[dict]) -> str:
+    """The Markdown table of the rows (a renderer: returns the text)."""
+    lines = [
+        "| workload | mode | compared | numerator (median) | denominator (median) "
+        "| ratio (median of pairs) | pairs' spread | pairs | busy pairs |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        s = r.get("summary")
+        summary = PairSummary(**s) if isinstance(s, dict) else s
+        spread = f"{summary.low:.2f}-{summary.high:.2f}" if summary else "—"
+        num = f"{r['numerator']:,.2f}" if r.get("numerator") is not None else "—"
+        den = f"{r['denominator']:,.2f}" if r.get("denominator") is not None else "—"
+        n = len(summary.ratios) if summary else 0
+        busy = busy_text(summary) if summary else "—"
+        lines.append(
+            f"| {r['model']} | {r['mode']} | {r['compared']} | {num} | {den} | "
+            f"{ratio_text(summary)} | {spread} | {n} | {busy} |"
+        )
+    return "\n".join(lines)
+
+
+def noise_notes(rows: Sequence[dict]) -> list[str]:
+    """One line per noisy row: which, and why."""
+    out = []
+    for r in rows:
+        s = r.get("summary")
+        summary = PairSummary(**s) if isinstance(s, dict) else s
+        if summary is not None and summary.noisy:
+            why = "; ".join(summary.reasons)
+            out.append(f"noisy: {r['model']} {r['mode']}, {r['compared']}: {why}")
+        if summary is not None and summary.busy_pairs:
+            what = f"{r['model']} {r['mode']}, {r['compared']}"
+            out.append(f"busy: {what}: {busy_text(summary)}")
+        if r.get("skipped"):
+            out.append(f"skipped: {r['model']} {r['mode']}: {r['skipped']}")
+    return out
+
+
+# --------------------------------------------------------------------------- runs
+
+
+# Measured steps per run on a CPU: a window of about 10 s at the CPU shapes on a 2-core machine,
+# so that a burst of load on the host lasting seconds averages out within a run (ResNet50's 10
+# steps took 3 s there, and its pairs spread 6-12 %).
+CPU_MEASURE = {"resnet50": 30, "bert": 10}
+
+
+def measure_of(args: argparse.Namespace, model: str) -> int:
+    """--measure, else 100 steps on CUDA, CPU_MEASURE on a CPU."""
+    if args.measure:
+        return args.measure
+    return 100 if args.device == "cuda" else CPU_MEASURE[model]
+
+
+def shape_args(shapes: str, model: str, precision: str) -> tuple[int, list[str]]:
+    batches, size = SHAPES[shapes, model]
     flag = "--image-size" if model == "resnet50" else "--seq-len"
     return batches[precision], [flag, str(size)]
 
 
+def metered(run: Callable[[], float]) -> tuple[float, float]:
+    """(throughput, other processes' share of the CPUs meanwhile) of one run."""
+    meter = LoadMeter()
+    value = run()
+    return value, meter.stop()["other_share"]
+
+
 def dlperf_once(args: argparse.Namespace, model: str, xla: bool, results: Path) -> float:
     precision = "amp" if args.amp else "fp32"
-    batch, shape = shape_args(args.device, model, precision)
+    batch, shape = shape_args(args.shapes, model, precision)
     argv = [sys.executable, "-m", "dlperf", "run", "pytorch", model, "--device", args.device]
     argv += ["--batch-size", str(batch), *shape, "--skip", str(args.skip)]
-    argv += ["--measure", str(args.measure), "--repeats", "1", "--python", args.python]
+    argv += ["--measure", str(measure_of(args, model)), "--repeats", "1"]
+    argv += ["--python", args.python]
     argv += ["--results-dir", str(results), "--json", "--timeout", "3600"]
     argv += ["--amp"] if args.amp else []
     argv += ["--xla"] if xla else []
@@ -71,10 +286,10 @@ def dlperf_once(args: argparse.Namespace, model: str, xla: bool, results: Path) 
 
 def reference_once(args: argparse.Namespace, model: str, xla: bool, *extra: str) -> dict:
     precision = "amp" if args.amp else "fp32"
-    batch, shape = shape_args(args.device, model, precision)
+    batch, shape = shape_args(args.shapes, model, precision)
     argv = [args.python, str(REFERENCE), "--model", model, "--device", args.device]
     argv += ["--batch-size", str(batch), *shape, "--skip", str(args.skip)]
-    argv += ["--measure", str(args.measure), *extra]
+    argv += ["--measure", str(measure_of(args, model)), *extra]
     argv += ["--threads", str(cpu_budget())] if args.device == "cpu" else []
     argv += ["--amp"] if args.amp else []
     argv += ["--xla"] if xla else []
@@ -84,8 +299,10 @@ def reference_once(args: argparse.Namespace, model: str, xla: bool, *extra: str)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def diagnostics(model: str) -> list[tuple[str, list[str]]]:
-    """(label, reference_loops.py arguments) of the diagnostic rows for `model`."""
+def diagnostics(model: str, channels_last: int) -> list[tuple[str, list[str]]]:
+    """(label, reference_loops.py arguments) of the diagnostic runs for `model`; the first is
+    dlperf's class as dlperf runs it (no mask; `channels_last`, dlperf's default for the device
+    and image size), the one the harness row divides by."""
     mine = ["--model-source", "dlperf", "--workload", str(WORKLOAD)]
     if model == "bert":
         return [
@@ -93,11 +310,97 @@ def diagnostics(model: str) -> list[tuple[str, list[str]]]:
             ("dlperf BERT class, bare loop, all-ones mask", [*mine, "--bert-mask", "ones"]),
             ("reference BERT, all-ones mask", ["--bert-mask", "ones"]),
         ]
+    label = "dlperf ResNet50 class, bare loop, channels_last {}"
     return [
-        ("dlperf ResNet50 class, bare loop", mine),
-        ("dlperf ResNet50 class, bare loop, channels_last 0", [*mine, "--channels-last", "0"]),
-        ("dlperf ResNet50 class, bare loop, channels_last 1", [*mine, "--channels-last", "1"]),
+        (label.format(value), [*mine, "--channels-last", str(value)])
+        for value in (channels_last, 1 - channels_last)
     ]
+
+
+def channels_last_default(device: str, image_size: int) -> int:
+    """dlperf's PyTorch default (on CUDA, on a CPU from CPU_CHANNELS_LAST_FROM_PX up), which
+    the reference loop takes too."""
+    return int(device == "cuda" or image_size >= CPU_CHANNELS_LAST_FROM_PX)
+
+
+def measure_row(
+    args: argparse.Namespace,
+    model: str,
+    mode: str,
+    repeats: int,
+    max_repeats: int,
+    results: Path,
+    past_deadline: Callable[[], bool],
+) -> list[dict]:
+    """Rounds of every run of one model and mode; the headline row and the diagnostic rows.
+    `repeats` rounds, then more while the headline pairs disagree, up to `max_repeats`; past
+    the deadline no new round starts (the row keeps the pairs it has)."""
+    xla = mode == "xla"
+    size = SHAPES[args.shapes, model][1]
+    diag = diagnostics(model, channels_last_default(args.device, size))
+    diag = diag if args.diagnose and not xla else []
+    what: dict[str, str] = {}  # the model each loop really trained, as it said
+
+    def loop(label: str, extra: list[str]) -> Callable[[], float]:
+        def run() -> float:
+            out = reference_once(args, model, xla, *extra)
+            what[label] = out["model"]
+            return out["throughput"]
+
+        return run
+
+    runs: dict[str, Callable[[], float]] = {
+        "dlperf": lambda: dlperf_once(args, model, xla, results),
+        "reference": loop("reference", []),
+    }
+    for label, extra in diag:
+        runs[label] = loop(label, extra)
+    # dlperf's run between the reference and dlperf's class in the bare loop: the headline and
+    # the harness pairs are both neighbours in time.
+    chain = [diag[0][0], "dlperf", "reference"] if diag else ["dlperf", "reference"]
+    others = [label for label, _ in diag[1:]]
+    values: dict[str, list[float]] = {k: [] for k in runs}
+    busy: dict[str, list[float]] = {k: [] for k in runs}
+    i = 0
+    while True:
+        headline = summarize_pairs(values["dlperf"], values["reference"]) if i else None
+        if not wants_another_round(i, repeats, max_repeats, headline):
+            break
+        if i and past_deadline():
+            print(f"  {model} {mode}: no round after #{i}: past --deadline-s", flush=True)
+            break
+        if i == repeats:
+            why = headline.reasons[0]
+            print(f"  {model} {mode}: {i} round(s) do not resolve a {NOISE_BOUND:.0%} gap "
+                  f"({why}): more rounds, up to {max_repeats}", flush=True)  # fmt: skip
+        for kind in round_order(chain, others, i):
+            value, share = metered(runs[kind])
+            values[kind].append(value)
+            busy[kind].append(share)
+        line = f"  {model} {mode} #{i + 1}: " + ", ".join(f"{k} {values[k][-1]:.2f}" for k in runs)
+        pair = values["dlperf"][-1] / values["reference"][-1]
+        worst = max(busy[k][-1] for k in runs)
+        print(f"{line} samples/s; pair ratio {pair:.3f}; others used {worst:.0%} of the CPUs",
+              flush=True)  # fmt: skip
+        i += 1
+
+    def row(kind: str, compared: str, num: str, den: str) -> dict:
+        pair_busy = [max(a, b) for a, b in zip(busy[num], busy[den], strict=True)]
+        summary = summarize_pairs(values[num], values[den], pair_busy)
+        return {
+            "model": model, "mode": mode, "row": kind, "compared": compared,
+            "numerator": statistics.median(values[num]),
+            "denominator": statistics.median(values[den]),
+            "numerator_values": values[num], "denominator_values": values[den],
+            "busy": pair_busy, "summary": asdict(summary),
+        }  # fmt: skip
+
+    rows = [row("headline", f"{HEADLINE} ({what['reference']})", "dlperf", "reference")]
+    for label, _ in diag:
+        rows.append(row("diagnostic", f"{label} / reference loop", label, "reference"))
+    if diag:
+        rows.append(row("harness", HARNESS, "dlperf", diag[0][0]))
+    return rows
 
 
 def main() -> int:
@@ -107,69 +410,78 @@ def main() -> int:
     p.add_argument("--amp", action="store_true")
     p.add_argument("--models", default="resnet50,bert")
     p.add_argument("--modes", default="eager", help="eager, xla or both (comma-separated)")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--xla-repeats", type=int, help="repeats of the xla rows (compiling is slow)")
-    p.add_argument("--deadline-s", type=float, help="start no row after this many seconds")
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="rounds (pairs) per row")
+    p.add_argument("--xla-repeats", type=int, help="rounds of the xla rows (compiling is slow)")
+    p.add_argument(
+        "--max-repeats", type=int, default=DEFAULT_MAX_REPEATS,
+        help="more rounds, up to this many, while a row's dlperf / reference pairs disagree",
+    )  # fmt: skip
+    p.add_argument("--deadline-s", type=float, help="start no round after this many seconds")
     p.add_argument("--skip", type=int, help="default: 20 on CUDA, 3 on a CPU")
-    p.add_argument("--measure", type=int, help="default: 100 on CUDA, 10 on a CPU")
+    p.add_argument("--measure", type=int, help="default: 100 on CUDA, CPU_MEASURE on a CPU")
     p.add_argument("--diagnose", action="store_true")
+    p.add_argument("--tiny", action="store_true", help="tiny shapes: try the path, not speed")
     p.add_argument("--json-out", type=Path, help="also write the rows as JSON here")
     args = p.parse_args()
+    if min(args.repeats, args.max_repeats, args.xla_repeats or 1) < 1:
+        p.error("--repeats, --xla-repeats and --max-repeats must be >= 1")
     cuda = args.device == "cuda"
+    args.shapes = "tiny" if args.tiny else args.device
     args.skip = args.skip if args.skip is not None else (20 if cuda else 3)
-    args.measure = args.measure or (100 if cuda else 10)
     if args.python:
         args.run_env = dict(os.environ)
     else:
         env = ensure_env(get_adapter("pytorch").env_spec(args.device))
         args.python, args.run_env = str(env.python), env.run_env()
-    rows = []
+    rows: list[dict] = []
     started = time.monotonic()
+
+    def past_deadline() -> bool:
+        return args.deadline_s is not None and time.monotonic() - started > args.deadline_s
+
+    modes, models = args.modes.split(","), args.models.split(",")
+    unknown = sorted({*models} - {m for _, m in SHAPES}) + sorted({*modes} - {"eager", "xla"})
+    if unknown:
+        p.error(f"unknown model or mode {', '.join(unknown)}: models resnet50, bert; modes "
+                "eager, xla")  # fmt: skip
+    measures = ", ".join(f"{measure_of(args, m)} ({m})" for m in models)
     print(
-        f"device {args.device}, {'amp' if args.amp else 'fp32'}, skip {args.skip}, measure "
-        f"{args.measure}, {args.repeats} repeats interleaved, python {args.python}",
+        f"device {args.device}, {'amp' if args.amp else 'fp32'}, shapes {args.shapes}, skip "
+        f"{args.skip}, measure {measures}, {args.repeats} rounds per row (up to "
+        f"{max(args.repeats, args.max_repeats)} while pairs disagree), python "
+        f"{args.python}, dlperf from {Path(dlperf.__file__).parent}",
         flush=True,
     )
-    modes = args.modes.split(",")
-    plan = [(m, mode) for mode in modes for m in args.models.split(",")]  # eager rows first
+    plan = [(m, mode) for mode in modes for m in models]  # eager rows first
     with tempfile.TemporaryDirectory() as tmp:
         for model, mode in plan:
             xla = mode == "xla"
             repeats = args.xla_repeats if xla and args.xla_repeats else args.repeats
-            if args.deadline_s and time.monotonic() - started > args.deadline_s:
-                skipped = "skipped: --deadline-s"
-                rows.append({"model": model, "mode": mode, "dlperf": None, "reference": None,
-                             "ratio": None, "reference_model": skipped})  # fmt: skip
+            if past_deadline():
+                late = f"not started: past --deadline-s {args.deadline_s:g}"
+                rows.append({"model": model, "mode": mode, "row": "headline",
+                             "compared": HEADLINE, "skipped": late})  # fmt: skip
                 continue
-            ours, theirs, what = [], [], ""
-            for i in range(repeats):
-                ours.append(dlperf_once(args, model, xla, Path(tmp) / f"{model}-{mode}"))
-                ref = reference_once(args, model, xla)
-                theirs.append(ref["throughput"])
-                what = ref["model"]
-                print(f"  {model} {mode} #{i + 1}: dlperf {ours[-1]:.2f}, reference "
-                      f"{theirs[-1]:.2f} samples/s", flush=True)  # fmt: skip
-            a, b = statistics.median(ours), statistics.median(theirs)
-            rows.append({"model": model, "mode": mode, "dlperf": a, "reference": b,
-                         "ratio": a / b, "reference_model": what})  # fmt: skip
-            if args.diagnose and not xla:
-                for label, extra in diagnostics(model):
-                    runs = [reference_once(args, model, xla, *extra) for _ in range(repeats)]
-                    value = statistics.median(r["throughput"] for r in runs)
-                    print(f"  {label}: {value:.2f} samples/s", flush=True)
-                    rows.append({"model": model, "mode": mode, "dlperf": None,
-                                 "reference": value, "ratio": None,
-                                 "reference_model": label})  # fmt: skip
+            results = Path(tmp) / f"{model}-{mode}"
+            most = max(repeats, args.max_repeats)
+            rows += measure_row(args, model, mode, repeats, most, results, past_deadline)
     print(f"({time.monotonic() - started:.0f} s)")
     print()
-    print("| workload | mode | dlperf (median) | reference loop (median) | ratio | reference |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        ours = f"{r['dlperf']:,.2f}" if r["dlperf"] is not None else "—"
-        ratio = f"**{r['ratio']:.2f}**" if r["ratio"] is not None else "—"
-        theirs = f"{r['reference']:,.2f}" if r["reference"] is not None else "—"
-        print(f"| {r['model']} | {r['mode']} | {ours} | {theirs} | {ratio} | "
-              f"{r['reference_model']} |")  # fmt: skip
+    print(table(rows))
+    print()
+    print(
+        f"ratio: the median of the pairs' ratios (each run against the run of its round); "
+        f"spread: the 95% CI of that median from 6 pairs on, else the pairs' min-max; noisy: "
+        f"one pair, or a spread reaching more than {NOISE_BOUND:.0%} from the median (a "
+        f"{NOISE_BOUND:.0%} gap could hide in it); busy pairs: other processes took more than "
+        f"{BUSY_SHARE:.0%} of the CPUs during one of its runs (its absolute numbers are low)"
+    )
+    for note in noise_notes(rows):
+        print(note)
+    measured = [r["summary"] for r in rows if r.get("summary")]
+    noisy = sum(1 for s in measured if s["noisy"])
+    busy = sum(1 for s in measured if s["busy_pairs"])
+    print(f"{noisy} of {len(measured)} rows noisy, {busy} with busy pairs")
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=2) + "\n")
     return 0

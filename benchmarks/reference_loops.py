@@ -11,10 +11,11 @@ line: {"throughput": samples/s over the window, "model": ..., "params": ...}.
     python reference_loops.py --model resnet50 --device cuda --amp --batch-size 256
     python reference_loops.py --model bert --device cpu --batch-size 4 --seq-len 32 --threads 2
 
-Diagnostics (`--model-source dlperf --workload PATH`): the same loop around dlperf's own model
-classes (adapters/pytorch/workload.py), with --bert-mask ones passing an all-ones attention mask
-as a typical loop does (SDPA then cannot take its flash kernel). These tell a slow model from a
-slow harness.
+Diagnostics (`--model-source dlperf --workload PATH`): the same loop around dlperf's own model,
+built by adapters/pytorch/workload.py's own `parse_args` and `build_model` (so it is the network
+`dlperf run` trains, wherever its classes live), with --bert-mask ones passing an all-ones
+attention mask as a typical loop does (SDPA then cannot take its flash kernel). These tell a
+slow model from a slow harness.
 """
 
 from __future__ import annotations
@@ -144,16 +145,17 @@ def bert_base() -> tuple[nn.Module, str]:
     return TorchBert(), "torch.nn + SDPA BERT-base"
 
 
-def dlperf_models(workload: str):
-    """dlperf's own classes, for the diagnostic rows only."""
-    folder = os.path.dirname(os.path.abspath(workload))
-    sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location("workload", workload)
+def dlperf_model(args: argparse.Namespace) -> nn.Module:
+    """dlperf's own model, for the diagnostic rows only: built by the workload's own entry
+    points (`parse_args`, `build_model`), so a refactor of where its classes live cannot break
+    this loop, and the loop trains exactly the network `dlperf run` trains."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.workload)))
+    spec = importlib.util.spec_from_file_location("dlperf_workload", args.workload)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["workload"] = module
-    sys.argv = sys.argv[:1]
     spec.loader.exec_module(module)
-    return module
+    argv = ["--model", args.model, "--device", args.device]
+    argv += ["--image-size", str(args.image_size), "--seq-len", str(args.seq_len)]
+    return module.build_model(module.parse_args(argv))
 
 
 # --------------------------------------------------------------------------- loop
@@ -183,6 +185,8 @@ def main() -> int:
     )
     p.add_argument("--fused", type=int, choices=(0, 1), default=1)
     args = p.parse_args()
+    if args.model_source == "dlperf" and not args.workload:
+        p.error("--model-source dlperf needs --workload (dlperf's adapters/pytorch/workload.py)")
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -197,7 +201,8 @@ def main() -> int:
 
     if args.model == "resnet50":
         if args.model_source == "dlperf":
-            model, what = dlperf_models(args.workload).ResNet50(), "dlperf ResNet50 class"
+            model = dlperf_model(args)
+            what = "dlperf ResNet50 class"
         else:
             model, what = resnet50_v15(), "torchvision-style resnet50"
         fmt = torch.channels_last if args.channels_last else torch.contiguous_format
@@ -219,8 +224,8 @@ def main() -> int:
         nsp_labels = torch.randint(0, 2, (b,), device=device)
         given_mask = mask if args.bert_mask == "ones" else None
         if args.model_source == "dlperf":
-            wl = dlperf_models(args.workload)
-            model, what = wl.BertForPreTraining(wl.BERT_BASE), "dlperf BERT class"
+            model = dlperf_model(args)
+            what = "dlperf BERT class"
             if given_mask is not None:
                 given_mask = given_mask.bool()[:, None, None, :]
         else:

@@ -213,7 +213,9 @@ def usable_data_format(args: argparse.Namespace, device: str) -> tuple[str, str]
 
     On a GPU cuDNN takes both layouts. On a CPU, TensorFlow's own Conv2D kernels take NHWC only
     ("The Conv2D op currently only supports the NHWC tensor format on the CPU"); the oneDNN
-    kernels (on by default on x86 Linux) take NCHW too. So channels_first is tried on a tiny
+    kernels take NCHW too, and TensorFlow turns them on by default on Linux only for CPUs with
+    AVX512_VNNI, AVX512_BF16, AVX_VNNI or AMX (tensorflow/core/util/port.cc: a Zen 4 EPYC or a
+    Cascade Lake Xeon has them, an older EPYC not). So channels_first is tried on a tiny
     convolution and its gradient first, compiled as the step will be; on refusal the run falls
     back to channels_last. The probe uses no random numbers: the seeded weights stay the same.
     """
