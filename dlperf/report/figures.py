@@ -340,6 +340,7 @@ def scaling_figure(chosen: Sequence[Result], model: str):
         title=_title(f"{model} scaling", chosen),
         xaxis_title="devices (nodes x devices per node)",
         yaxis_title="speedup vs 1 device (median samples/s)",
+        legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
     )
     return figure
 
@@ -398,6 +399,7 @@ def latency_figure(chosen: Sequence[Result], model: str):
         barmode="group",
         xaxis={"title": "percentile", "categoryorder": "array", "categoryarray": names},
         yaxis_title="ms per batch (inference steps, interpolated)",
+        legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
     )
     return figure
 
@@ -583,8 +585,8 @@ def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
                 "type": "buttons",
                 "direction": "right",
                 "buttons": buttons,
-                "x": 1.0,
-                "xanchor": "right",
+                "x": 0.0,
+                "xanchor": "left",
                 "y": 1.13,
                 "yanchor": "bottom",
                 "showactive": True,
