@@ -458,7 +458,8 @@ def _positions(lines: list[list[HistoryPoint]], mode: str) -> tuple[dict[Ref, ob
     refs = [(k, i) for k, points in enumerate(lines) for i in range(len(points))]
     if mode == "time":
         layout = {"xaxis.type": "date", "xaxis.tickmode": "auto", "xaxis.tickvals": None,
-                  "xaxis.ticktext": None, "xaxis.title.text": "created (UTC)"}  # fmt: skip
+                  "xaxis.ticktext": None, "xaxis.title.text": "created (UTC)",
+                  "xaxis.zeroline": False}  # fmt: skip
         return {(k, i): _plot_time(lines[k][i].created) for k, i in refs}, layout
     cats = {ref: _category(lines[ref[0]][ref[1]], mode) for ref in refs}
     order = sorted(set(cats.values()))
@@ -474,7 +475,8 @@ def _positions(lines: list[list[HistoryPoint]], mode: str) -> tuple[dict[Ref, ob
     layout = {"xaxis.type": "linear", "xaxis.tickmode": "array",
               "xaxis.tickvals": list(range(len(order))),
               "xaxis.ticktext": [plot_text(label) for _, label in order],
-              "xaxis.title.text": f"{mode} (one slot each; its results in time order)"}  # fmt: skip
+              "xaxis.title.text": f"{mode} (one slot each; its results in time order)",
+              "xaxis.zeroline": False}  # fmt: skip
     return pos, layout
 
 
