@@ -271,7 +271,7 @@ def draw_scaling_chart(results: Sequence[Result], model: str):  # -> matplotlib 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.0, 5.0), dpi=DPI)
+    fig = Figure(figsize=(9.0, 5.0), dpi=DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     top = max(d for points in series.values() for d, _, _ in points)
