@@ -1,6 +1,13 @@
-"""PNG charts of one model on one machine: median samples/s per configuration and framework,
-and speedup vs devices. The caller passes one machine's results (`by_machine`); the titles
-name the machine.
+"""PNG charts of one model on one machine: median samples/s per configuration and framework
+(with each bar's peak memory in a panel under it, where the telemetry recorded memory), and
+speedup vs devices. The caller passes one machine's results (`by_machine`); the titles name
+the machine.
+
+The charts say what the tables say: a noisy result (`Metrics.noisy`: repeats that disagree, or
+a busy machine) and a smoke run (`smoke_shapes`) are hatched (PNG; a pattern or a hollow point
+on the site) and named on the bar or point, the legend saying what each mark means; every
+framework has its colour (`look.framework_colour`) on every chart. The site's charts
+(`figures`) take the marks, their meanings and the memory readings from here.
 
 matplotlib is imported when a chart is drawn, never at import time, and only through its
 object API with the Agg canvas: no pyplot global state, no backend switch for the caller.

@@ -1,7 +1,13 @@
-"""The site's Plotly charts of one machine's results: throughput (or samples per joule),
-scaling, latency percentiles, and history (a line per series, a benchmark on one machine).
-Each figure function returns a plotly Figure, or None when there is nothing to draw; `Charts`
-turns them into the page's HTML with stable ids. plotly is imported when a chart is made."""
+"""The site's Plotly charts of one machine's results: throughput (or samples per joule) with
+the peak memory under it, scaling, inference latency percentiles, and history (a line per
+series, a benchmark on one machine, over time or versions). Each figure function returns a
+plotly Figure, or None when there is nothing to draw; `Charts` turns them into the page's HTML
+with stable ids. plotly is imported when a chart is made.
+
+As the PNGs (`chart`): one colour per framework, noisy and smoke results marked on the bar or
+point with a legend key saying what the mark means. Every trace carries
+`meta={"select": [...]}`, one `look.select_keys` dict per point drawn, so the page's selectors
+can filter it; a legend key draws no point and has none."""
 
 from __future__ import annotations
 
