@@ -354,3 +354,14 @@ def test_png_scaling_lines_in_framework_colours_and_marks() -> None:
     assert [t.get_text() for t in ax.texts] == ["noisy"]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert f"noisy (hollow, named beside it): {MARK_MEANING[NOISY]}" in legend
+
+
+def test_a_history_of_failed_results_draws_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    for day in ("01", "02"):
+        r = make_result("tensorflow", [("crashed", "exited with status 134")] * 3,
+                        created=f"2024-06-{day}T12:00:00+00:00")  # fmt: skip
+        ResultStore(folder).write(r.model_copy(update={"id": f"202406{day}T120000Z-tf"}))
+    (line,) = history(folder).values()
+    assert [p.median for p in line] == [None, None]
+    assert history_figure("t", {"tensorflow": line}) is None

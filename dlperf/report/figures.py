@@ -556,6 +556,8 @@ def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
         return None
     kept = [(name, [p for p in points if p.median is not None]) for name, points in lines.items()]
     kept = [(name, points) for name, points in kept if points]
+    if not kept:  # every point failed: no median to draw
+        return None
     series = [points for _, points in kept]
     figure = go.Figure()
     refs: list[list[Ref | None]] = []
