@@ -29,7 +29,6 @@ from dlperf.report.chart import (
 from dlperf.report.figures import (
     BAND,
     RINGS,
-    X_MODES,
     history_figure,
     latency_figure,
     scaling_figure,
@@ -227,6 +226,11 @@ def _two_frameworks_at_once(folder: Path) -> dict:
     return {key[0].split("-")[0]: line for key, line in history(folder).items()}
 
 
+def on_axis(figure, axis: str) -> list:
+    """The traces drawn on x-axis `axis` ("x": time, "x2": framework, "x3": dlperf version)."""
+    return [t for t in figure.data if (t.xaxis or "x") == axis and drawn(t)]
+
+
 def test_history_points_never_hide_each_other(tmp_path: Path) -> None:
     lines = _two_frameworks_at_once(tmp_path / "results")
     figure = history_figure("t", dict(sorted(lines.items())))
@@ -238,15 +242,14 @@ def test_history_points_never_hide_each_other(tmp_path: Path) -> None:
     assert one.marker.symbol != tf.marker.symbol
     assert tf.marker.size < one.marker.size
     # on a version axis every point has its own place
-    for mode in X_MODES[1:]:
-        (button,) = [b for b in figure.layout.updatemenus[0].buttons if b.label == f"by {mode}"]
-        xs = button.args[0]["x"]
-        placed = [x for trace, own in zip(figure.data, xs, strict=True)
-                  if trace.customdata is not None for x in own]  # fmt: skip
-        assert len(set(placed)) == len(placed) == 4, mode
+    for axis in ("x2", "x3"):
+        placed = [x for t in on_axis(figure, axis) if t.customdata is not None for x in t.x]
+        assert len(set(placed)) == len(placed) == 4, axis
 
 
 def test_history_axis_toggles_between_time_and_versions(tmp_path: Path) -> None:
+    """Each x-axis has its own traces; a button shows one set (and the legend keys) and its
+    axis, and rewrites no data (the page's selectors filter the points meanwhile)."""
     folder = tmp_path / "results"
     for r in site_results():
         ResultStore(folder).write(r)
@@ -256,23 +259,30 @@ def test_history_axis_toggles_between_time_and_versions(tmp_path: Path) -> None:
     menu = figure.layout.updatemenus[0]
     assert [b.label for b in menu.buttons] == ["by time", "by framework version",
                                                "by dlperf version"]  # fmt: skip
-    assert all(b.method == "update" for b in menu.buttons)
-    time, framework, dlperf = (b.args for b in menu.buttons)
-    # each button gives every trace as many x as it has points; the first is what is drawn
-    for data, _ in (time, framework, dlperf):
-        assert [len(x) for x in data["x"]] == [len(t.x) for t in figure.data]
-    assert [list(x) for x in time[0]["x"]] == [list(t.x) for t in figure.data]
-    assert time[1]["xaxis.type"] == "date" and figure.layout.xaxis.type == "date"
-    assert framework[1]["xaxis.type"] == "linear"
+    axes = ["x", "x2", "x3"]
+    axis_of = [t.xaxis or ("key" if not drawn(t) else "x") for t in figure.data]
+    sets = [[(t.name, list(t.y)) for t in on_axis(figure, axis)] for axis in axes]
+    assert sets[0] == sets[1] == sets[2] and len(sets[0]) == 2 * 2 + 2  # bands, lines, rings
+    for m, button in enumerate(menu.buttons):
+        assert button.method == "update"
+        data, layout = button.args
+        assert [axis for axis, shown in zip(axis_of, data["visible"], strict=True) if shown] == [
+            axis for axis in axis_of if axis in (axes[m], "key")]  # fmt: skip
+        assert layout == {"xaxis.visible": m == 0, "xaxis2.visible": m == 1,
+                          "xaxis3.visible": m == 2}  # fmt: skip
+        assert set(data) == {"visible"}  # no data rewritten
+    assert [t.visible is not False for t in figure.data] == [a in ("x", "key") for a in axis_of]
+    assert figure.layout.xaxis.type == "date"
+    assert figure.layout.xaxis2.type == "linear" and figure.layout.xaxis2.overlaying == "x"
     # versions in order as numbers, each framework's together
-    assert framework[1]["xaxis.ticktext"] == [
+    assert list(figure.layout.xaxis2.ticktext) == [
         "pytorch 2.1.0", "pytorch 2.2.0", "pytorch 2.3.1", "tensorflow 2.15.0",
         "tensorflow 2.16.1",
     ]  # fmt: skip
-    assert dlperf[1]["xaxis.ticktext"] == ["dlperf 0.1.0"]
-    line = by_name(figure)["pytorch"]
-    i = list(figure.data).index(line)
-    assert [round(x) for x in framework[0]["x"][i]] == [0, 1, 2, 2]  # 2.3.1 twice, side by side
+    assert list(figure.layout.xaxis3.ticktext) == ["dlperf 0.1.0"]
+    (line,) = [t for t in on_axis(figure, "x2") if t.name == "pytorch"]
+    assert [round(x) for x in line.x] == [0, 1, 2, 2]  # 2.3.1 twice, side by side
+    assert len(set(line.x)) == 4
 
 
 def test_history_band_and_marks_from_real_results(tmp_path: Path) -> None:

@@ -458,14 +458,12 @@ Ref = tuple[int, int]  # (series, point) of `history_figure`'s lines
 
 
 def _positions(lines: list[list[HistoryPoint]], mode: str) -> tuple[dict[Ref, object], dict]:
-    """Every point's x on the axis `mode`, and the layout that axis takes. On a version axis
+    """Every point's x on the axis `mode`, and that axis. On a version axis
     the points of one version are spread over its slot (series, then time): none hides
     another."""
     refs = [(k, i) for k, points in enumerate(lines) for i in range(len(points))]
     if mode == "time":
-        layout = {"xaxis.type": "date", "xaxis.tickmode": "auto", "xaxis.tickvals": None,
-                  "xaxis.ticktext": None, "xaxis.title.text": "created (UTC)",
-                  "xaxis.zeroline": False}  # fmt: skip
+        layout = {"type": "date", "title": {"text": "created (UTC)"}}
         return {(k, i): _plot_time(lines[k][i].created) for k, i in refs}, layout
     cats = {ref: _category(lines[ref[0]][ref[1]], mode) for ref in refs}
     order = sorted(set(cats.values()))
@@ -478,11 +476,9 @@ def _positions(lines: list[list[HistoryPoint]], mode: str) -> tuple[dict[Ref, ob
         for j, ref in enumerate(group):
             spread = -0.3 + 0.6 * j / (len(group) - 1) if len(group) > 1 else 0.0
             pos[ref] = round(slot[label] + spread, 6)
-    layout = {"xaxis.type": "linear", "xaxis.tickmode": "array",
-              "xaxis.tickvals": list(range(len(order))),
-              "xaxis.ticktext": [plot_text(label) for _, label in order],
-              "xaxis.title.text": f"{mode} (one slot each; its results in time order)",
-              "xaxis.zeroline": False}  # fmt: skip
+    layout = {"type": "linear", "tickmode": "array", "tickvals": list(range(len(order))),
+              "ticktext": [plot_text(label) for _, label in order], "zeroline": False,
+              "title": {"text": f"{mode} (one slot each; its results in time order)"}}  # fmt: skip
     return pos, layout
 
 
@@ -544,12 +540,46 @@ def _ring(p: HistoryPoint) -> str | None:
     return "changed" if p.changes else None
 
 
+def _history_traces(kept: list[tuple[str, list[HistoryPoint]]], mode: int) -> tuple[list, dict]:
+    """The band, line and rings of every series on the x-axis of `X_MODES[mode]` (drawn
+    only while that axis is chosen), and that axis."""
+    import plotly.graph_objects as go
+
+    series = [points for _, points in kept]
+    pos, axis = _positions(series, X_MODES[mode])
+    xaxis = "x" if mode == 0 else f"x{mode + 1}"
+    traces = []
+    for k, (name, points) in enumerate(kept):
+        band, line = _series_traces(k, name, points)
+        own = [pos[(k, i)] for i in range(len(points))]
+        band.update(x=own + own[::-1], legendgroup=f"{mode}:{band.legendgroup}")
+        line.update(x=own, legendgroup=f"{mode}:{line.legendgroup}")
+        traces += [band, line]
+    for kind, (symbol, colour, meaning) in RINGS.items():
+        ringed = [(k, i) for k, points in enumerate(series) for i, p in enumerate(points)
+                  if _ring(p) == kind]  # fmt: skip
+        if ringed:
+            traces.append(go.Scatter(
+                name=plot_text(meaning), x=[pos[ref] for ref in ringed],
+                y=[series[k][i].median for k, i in ringed], mode="markers", hoverinfo="skip",
+                marker={"symbol": symbol, "size": 20, "color": colour,
+                        "line": {"width": 2, "color": colour}},
+                meta={"select": [_point_keys(series[k][i]) for k, i in ringed]}))  # fmt: skip
+    for trace in traces:
+        trace.update(xaxis=xaxis, visible=mode == 0)
+    return traces, {**axis, "visible": mode == 0, **({"overlaying": "x"} if mode else {})}
+
+
 def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
     """Medians of each series (a benchmark on one machine), a line each in its framework's
-    colour, over time or over framework or dlperf versions (buttons in the chart switch the
-    axis), each with its repeats' min–max band; significant changes and changed settings or
-    environment ringed, noisy and smoke points hollow and named. None when no series has
-    more than one point. `title`: text, escaped here."""
+    colour, over time or over framework or dlperf versions, each with its repeats' min–max
+    band; significant changes and changed settings or environment ringed, noisy and smoke
+    points hollow and named. None when no series has more than one point. `title`: text,
+    escaped here.
+
+    Buttons in the chart choose the x-axis: each axis has its own traces, the buttons only
+    show one set and hide the others (no data is rewritten, so the page's selectors, which
+    filter each trace's points, and the buttons never undo each other)."""
     import plotly.graph_objects as go
 
     if not any(len(points) > 1 for points in lines.values()):
@@ -558,36 +588,24 @@ def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
     kept = [(name, points) for name, points in kept if points]
     if not kept:  # every point failed: no median to draw
         return None
-    series = [points for _, points in kept]
     figure = go.Figure()
-    refs: list[list[Ref | None]] = []
-    for k, (name, points) in enumerate(kept):
-        own = [(k, i) for i in range(len(points))]
-        figure.add_traces(_series_traces(k, name, points))
-        refs += [own + own[::-1], own]
-    for kind, (symbol, colour, meaning) in RINGS.items():
-        ringed = [(k, i) for k, points in enumerate(series) for i, p in enumerate(points)
-                  if _ring(p) == kind]  # fmt: skip
-        if not ringed:
-            continue
-        figure.add_trace(go.Scatter(
-            name=plot_text(meaning), y=[series[k][i].median for k, i in ringed], mode="markers",
-            marker={"symbol": symbol, "size": 20, "color": colour, "line": {"width": 2,
-                    "color": colour}}, hoverinfo="skip",
-            meta={"select": [_point_keys(series[k][i]) for k, i in ringed]}))  # fmt: skip
-        refs.append(ringed)
+    sets = []
+    for mode in range(len(X_MODES)):
+        traces, axis = _history_traces(kept, mode)
+        sets.append(range(len(figure.data), len(figure.data) + len(traces)))
+        figure.add_traces(traces)
+        figure.update_layout({"xaxis" if mode == 0 else f"xaxis{mode + 1}": axis})
+    keys = len(figure.data)  # the legend keys: shown whatever the axis
     figure.add_trace(go.Scatter(**LEGEND_KEY, name=BAND, mode="markers",
                                 marker={"symbol": "square", "size": 14,
                                         "color": "rgba(120,120,120,0.25)"}))  # fmt: skip
-    marked = {_point_marks(p) for points in series for p in points} - {()}
+    marked = {_point_marks(p) for _, points in kept for p in points} - {()}
     _mark_legend(figure, marked, bars=False)
-    refs += [[None]] * (1 + len(marked))  # the legend keys: their one empty point
-    axes = [(mode, *_positions(series, mode)) for mode in X_MODES]
-    for trace, own in zip(figure.data, refs, strict=True):
-        trace.x = [axes[0][1].get(ref) for ref in own]
+    shown = [[i in drawn or i >= keys for i in range(len(figure.data))] for drawn in sets]
     buttons = [{"label": f"by {mode}", "method": "update",
-                "args": [{"x": [[pos.get(ref) for ref in own] for own in refs]}, layout]}
-               for mode, pos, layout in axes]  # fmt: skip
+                "args": [{"visible": shown[m]},
+                         {f"xaxis{j + 1 if j else ''}.visible": j == m for j in range(len(sets))}]}
+               for m, mode in enumerate(X_MODES)]  # fmt: skip
     figure.update_layout(
         title=plot_text(title),
         updatemenus=[
@@ -603,7 +621,6 @@ def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
                 "active": 0,
             }
         ],  # fmt: skip
-        xaxis={"type": "date", "title": {"text": "created (UTC)"}},
         yaxis_title=plot_text(f"median {kept[0][1][0].unit} (band: min–max of the repeats)"),
         legend={"orientation": "h", "y": -0.25},
     )
