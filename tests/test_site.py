@@ -17,7 +17,7 @@ from test_report import make_result, sample_results
 
 from dlperf import DlperfError
 from dlperf.identity import machine_of
-from dlperf.report.figures import history_figure
+from dlperf.report.figures import RINGS, history_figure
 from dlperf.report.markdown import render_model_report
 from dlperf.report.site import GENERATOR as SITE_GENERATOR
 from dlperf.report.site import (
@@ -197,7 +197,8 @@ def test_history_keeps_one_series_through_settings_and_versions(tmp_path: Path) 
     assert [p.median for p in failed] == [None]
 
     figure = history_figure("t", {"pytorch": cuda})
-    (trace,) = figure.data
+    traces = {html.unescape(t.name): t for t in figure.data if (t.xaxis or "x") == "x"}
+    trace = traces["pytorch"]  # drawn over time (the version axes' traces start hidden)
     assert list(trace.y) == [900.0, 950.0, 1008.9, 702.0]
     assert list(trace.x) == ["2024-03-01 12:00:00", "2024-04-01 12:00:00",
                              "2024-06-01 12:00:00", "2024-06-01 12:00:00"]  # fmt: skip
@@ -208,19 +209,22 @@ def test_history_keeps_one_series_through_settings_and_versions(tmp_path: Path) 
     assert second[4] == "improvement" and second[5] == "framework 2.1.0 -> 2.2.0"
     assert last[5] == "setting channels_last 1 -> 0"
     assert last[6] == "channels_last=0, cudnn_benchmark=1, fused_optimizer=1"
-    assert list(trace.marker.symbol) == ["circle", "triangle-up", "triangle-up", "x"]
-    # every point after the first changed something (a version, then a setting): outlined
-    assert list(trace.marker.line.width) == [0, 2, 2, 2]
+    # significant changes ringed over their points, each ring's legend entry saying what it is
+    assert list(traces[RINGS["improvement"][2]].y) == [950.0, 1008.9]
+    assert list(traces[RINGS["regression"][2]].y) == [702.0]
+    assert RINGS["changed"][2] not in traces  # every change here moved the median
 
-    # a change that moved nothing beyond noise: a diamond, the change in its hover text
+    # a change that moved nothing beyond noise: ringed as changed, the change in its hover
     ablation = next(r for r in sample_results() if r.id == ABLATION_CUDA)
     same = _again(ablation, "20240701T120000Z-new", "2024-07-01T12:00:00+00:00",
                   [701.0, 703.5, 702.5], "2.4.0")  # fmt: skip
     ResultStore(tmp_path / "results").write(same)
     line = history(tmp_path / "results")[(CUDA_BENCHMARK, MACHINE)]
     assert line[-1].verdict == "no change"
-    (trace,) = history_figure("t", {"pytorch": line}).data
-    assert trace.marker.symbol[-1] == "diamond" and trace.marker.line.width[-1] == 2
+    figure = history_figure("t", {"pytorch": line})
+    traces = {html.unescape(t.name): t for t in figure.data if (t.xaxis or "x") == "x"}
+    assert list(traces[RINGS["changed"][2]].y) == [702.5]
+    trace = traces["pytorch"]
     assert html.unescape(trace.customdata[-1][5]) == "framework 2.3.1 -> 2.4.0"
 
 

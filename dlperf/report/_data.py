@@ -380,6 +380,16 @@ def scaling_series(results: Sequence[Result], model: str) -> dict[str, list[tupl
     """Per framework table (label -> [(devices, speedup)]) with at least two topologies, where
     speedup is against the 1x1 result of the same configuration, machine, settings and batch
     per device. A label names the settings where a framework has several in one table."""
+    return {
+        label: [(devices, speedup) for devices, speedup, _ in points]
+        for label, points in scaling_points(results, model).items()
+    }
+
+
+def scaling_points(
+    results: Sequence[Result], model: str
+) -> dict[str, list[tuple[int, float, Result]]]:
+    """`scaling_series` with each point's result (a chart colours and filters by it)."""
     chosen = [r for r in select(results, model) if r.metrics.throughput is not None]
     groups: dict[tuple, list[Result]] = {}
     for r in chosen:
@@ -399,7 +409,10 @@ def scaling_series(results: Sequence[Result], model: str) -> dict[str, list[tupl
     series = {}
     for (framework, group_key, batch, _), group in drawn.items():
         one = next(r for r in group if r.spec.world_size == 1).metrics.throughput.median
-        points = sorted((r.spec.world_size, r.metrics.throughput.median / one) for r in group)
+        points = sorted(
+            ((r.spec.world_size, r.metrics.throughput.median / one, r) for r in group),
+            key=lambda point: (point[0], point[1], point[2].id),
+        )
         c = Config.of(group[0])
         label = f"{framework} {c.device} {c.precision_label} b{batch}" + (
             f" ({c.impl_label})" if c.impl_label != "ootb" else ""

@@ -1,7 +1,13 @@
-"""The site's Plotly charts of one machine's results: throughput (or samples per joule),
-scaling, latency percentiles, and history (a line per series, a benchmark on one machine).
-Each figure function returns a plotly Figure, or None when there is nothing to draw; `Charts`
-turns them into the page's HTML with stable ids. plotly is imported when a chart is made."""
+"""The site's Plotly charts of one machine's results: throughput (or samples per joule) with
+the peak memory under it, scaling, inference latency percentiles, and history (a line per
+series, a benchmark on one machine, over time or versions). Each figure function returns a
+plotly Figure, or None when there is nothing to draw; `Charts` turns them into the page's HTML
+with stable ids. plotly is imported when a chart is made.
+
+As the PNGs (`chart`): one colour per framework, noisy and smoke results marked on the bar or
+point with a legend key saying what the mark means. Every trace carries
+`meta={"select": [...]}`, one `look.select_keys` dict per point drawn, so the page's selectors
+can filter it; a legend key draws no point and has none."""
 
 from __future__ import annotations
 
@@ -19,10 +25,21 @@ from dlperf.report._data import (
     configs,
     cross_framework_grid,
     hardware_label,
-    scaling_series,
+    scaling_points,
 )
 from dlperf.report.cells import DASH
-from dlperf.report.chart import _x_label
+from dlperf.report.chart import (
+    MARK_MEANING,
+    NOISY,
+    SMOKE,
+    _x_label,
+    mark_text,
+    marks_of,
+    memory_axis_label,
+    peak_memory,
+    smoke_shapes,
+)
+from dlperf.report.look import framework_colour, select_keys
 from dlperf.schema import Result, ResultStatus
 
 
@@ -76,6 +93,7 @@ class Charts:
 
         div_id = f"{self.prefix}-{name}-{len(self.made) + 1}"
         self.made.append(div_id)
+        height = figure.layout.height or height  # a figure with a memory panel is taller
         figure.update_layout(
             template=_template(),
             height=height,
@@ -117,110 +135,218 @@ def _label(c: Config) -> str:
     return "<br>".join(map(plot_text, _x_label(c).split("\n")))
 
 
-def throughput_figure(chosen: Sequence[Result], model: str, metric: str = "throughput"):
-    """Frameworks side by side on one machine: a bar per configuration and framework (its
-    default settings, as the table), the median with min–max error bars (`metric`
-    "throughput"), or samples per joule ("energy"); failed cells read 'failed'. None when
-    nothing is drawn."""
+# ---------------------------------------------------------------- marks and keys
+
+PATTERN = {(NOISY,): "/", (SMOKE,): ".", (NOISY, SMOKE): "x"}  # Plotly's, one per bar
+
+
+def _select(results: Sequence[Result]) -> dict:
+    """A trace's `meta`: what each of its points is, for the page's selectors."""
+    return {"select": [select_keys(r) for r in results]}
+
+
+def _marks_hover(marks: Sequence[str]) -> str:
+    return "".join(f"<br>{m}: {MARK_MEANING[m]}" for m in marks)
+
+
+# A legend key: a trace of one empty point (Plotly hides a trace of none), standing for no
+# result: its meta.select is [] (no point to select), so the page's selectors leave it alone.
+LEGEND_KEY = {"x": [None], "y": [None], "meta": {"select": []}, "showlegend": True}
+
+
+def _mark_legend(figure, marks: set[tuple[str, ...]], bars: bool = True) -> None:
+    """A legend key per kind of mark drawn, saying what it means, its swatch the mark."""
     import plotly.graph_objects as go
 
-    grid = cross_framework_grid(chosen)
-    rows = configs(chosen)
-    labels = [_label(c) for c in rows]
-    figure = go.Figure()
-    drawn = False
-    for fw in grid.columns:
-        xs, ys, low, high, texts, hover = [], [], [], [], [], []
-        for label, cell in zip(labels, grid[fw], strict=True):
-            if not isinstance(cell, list):
-                continue
-            r = cell[-1]  # several official upstreams: the bar shows the last, as the PNG
-            t = r.metrics.throughput
-            failed = r.status == ResultStatus.failed or t is None
-            if metric == "energy":
-                value = getattr(r.metrics, "samples_per_joule", None)
-                if value is None or failed:
-                    continue
-                xs.append(label), ys.append(value), low.append(0.0), high.append(0.0)
-                texts.append("")
-                hover.append(f"{plot_text(r.id)}<br>{value:.4g} samples/J")
-                continue
-            xs.append(label)
-            if failed:
-                ys.append(0.0), low.append(0.0), high.append(0.0), texts.append("failed")
-                hover.append(f"{plot_text(r.id)}: failed")
-                continue
-            ys.append(t.median), low.append(t.median - t.min), high.append(t.max - t.median)
-            texts.append("")
-            hover.append(
-                f"{plot_text(r.id)}<br>median {t.median:.2f} {plot_text(t.unit)} (min "
-                f"{t.min:.2f}, max {t.max:.2f}, {t.n} ok repeats)<br>"
-                + plot_text(f"{r.spec.framework} {r.environment.framework_version or ''}")
-            )
-        if not xs:
-            continue
-        drawn = True
-        error = None
-        if metric == "throughput":
-            error = {"type": "data", "symmetric": False, "array": high, "arrayminus": low}
-        figure.add_trace(
-            go.Bar(
-                name=plot_text(fw),
-                x=xs,
-                y=ys,
-                error_y=error,
-                text=texts,
-                textposition="outside",
-                hovertext=hover,
-                hoverinfo="text",
-            )  # fmt: skip
-        )
-    if not drawn:
+    for kind in sorted(marks, key=lambda m: (len(m), m)):
+        meaning = "; ".join(f"{m}: {MARK_MEANING[m]}" for m in kind)
+        name = plot_text(f"{mark_text(kind)} ({'hatched' if bars else 'hollow'}, named on it) — "
+                         f"{meaning}")  # fmt: skip
+        if bars:
+            swatch = {"shape": PATTERN[kind], "fgcolor": "#333"}
+            trace = go.Bar(**LEGEND_KEY, name=name,
+                           marker={"color": "white", "line": {"color": "#333", "width": 1},
+                                   "pattern": swatch})  # fmt: skip
+        else:
+            hollow = {"color": "white", "symbol": "circle", "line": {"color": "#333", "width": 2}}
+            trace = go.Scatter(**LEGEND_KEY, name=name, mode="markers", marker=hollow)
+        figure.add_trace(trace)
+
+
+# ---------------------------------------------------------------- throughput and memory
+
+
+@dataclass(frozen=True)
+class _Bar:
+    result: Result
+    x: str
+    y: float
+    low: float = 0.0
+    high: float = 0.0
+    text: str = ""  # what is written on it: its marks, or "failed"
+    hover: str = ""
+    marks: tuple[str, ...] = ()
+
+
+def _throughput_bar(r: Result, x: str, metric: str) -> _Bar | None:
+    """A result's bar: its median with min–max ("throughput"), its samples per joule
+    ("energy"); None where it has no such number (a failed result's throughput bar reads
+    'failed')."""
+    t = r.metrics.throughput
+    failed = r.status == ResultStatus.failed or t is None
+    version = plot_text(f"{r.spec.framework} {r.environment.framework_version or '?'}")
+    marks = marks_of(r)
+    if metric == "energy":
+        value = getattr(r.metrics, "samples_per_joule", None)
+        if value is None or failed:
+            return None
+        return _Bar(r, x, value, text=mark_text(marks), marks=marks,
+                    hover=f"{plot_text(r.id)}<br>{value:.4g} samples/J<br>{version}"
+                    + _marks_hover(marks))  # fmt: skip
+    if failed:
+        return _Bar(r, x, 0.0, text="failed", hover=f"{plot_text(r.id)}: failed<br>{version}")
+    hover = (f"{plot_text(r.id)}<br>median {t.median:.2f} {plot_text(t.unit)} (min {t.min:.2f}, "
+             f"max {t.max:.2f}, {t.n} ok repeats)<br>{version}<br>settings: "
+             f"{plot_text(select_keys(r)['settings'])}" + _marks_hover(marks))  # fmt: skip
+    return _Bar(r, x, t.median, t.median - t.min, t.max - t.median, mark_text(marks), hover,
+                marks)  # fmt: skip
+
+
+def _memory_bar(r: Result, x: str) -> _Bar | None:
+    m = peak_memory(r)
+    if m is None or r.status == ResultStatus.failed:
         return None
+    marks = marks_of(r)
+    repeats = ", ".join(f"{v:.2f}" for v in m.per_repeat_gib)
+    hover = (f"{plot_text(r.id)}<br>peak {m.gib:.2f} GiB {plot_text(m.what)}<br>each ok "
+             f"repeat's peak: {repeats} GiB" + _marks_hover(marks))  # fmt: skip
+    return _Bar(r, x, m.gib, text=mark_text(marks), hover=hover, marks=marks)
+
+
+def _bar_trace(fw: str, bars: Sequence[_Bar], error: bool, legend: bool = True):
+    """One framework's bars, in its colour, each mark's pattern on its bar."""
+    import plotly.graph_objects as go
+
+    return go.Bar(
+        name=plot_text(fw),
+        legendgroup=plot_text(fw),
+        showlegend=legend,
+        x=[b.x for b in bars],
+        y=[b.y for b in bars],
+        error_y={"type": "data", "symmetric": False, "array": [b.high for b in bars],
+                 "arrayminus": [b.low for b in bars]} if error else None,
+        marker={"color": framework_colour(fw), "line": {"color": "#333", "width": 0.5},
+                "pattern": {"shape": [PATTERN.get(b.marks, "") for b in bars],
+                            "fgcolor": "#333", "fillmode": "overlay", "solidity": 0.3}},
+        text=[b.text for b in bars],
+        textposition="outside",
+        textfont={"size": 10},
+        hovertext=[b.hover for b in bars],
+        hoverinfo="text",
+        meta=_select([b.result for b in bars]),
+    )  # fmt: skip
+
+
+def throughput_figure(chosen: Sequence[Result], model: str, metric: str = "throughput"):
+    """Frameworks side by side on one machine: a bar per configuration and framework (its
+    default settings, as the table) in the framework's colour, the median with min–max error
+    bars (`metric` "throughput"), or samples per joule ("energy"); failed cells read
+    'failed'; noisy and smoke results patterned and named on the bar. Under the throughput,
+    a panel of each bar's peak memory where any result recorded memory. None when nothing is
+    drawn."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    grid = cross_framework_grid(chosen)
+    labels = [_label(c) for c in configs(chosen)]
+    memory = metric == "throughput" and any(peak_memory(r) for r in chosen)
+    figure = (make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                            row_heights=[0.62, 0.38]) if memory else go.Figure())  # fmt: skip
+    top = {"row": 1, "col": 1} if memory else {}
+    marks: set[tuple[str, ...]] = set()
+    for fw in grid.columns:
+        cells = [
+            (x, cell[-1])
+            for x, cell in zip(labels, grid[fw], strict=True)
+            if isinstance(cell, list)
+        ]  # several official upstreams: the last, as the PNG
+        bars = [b for x, r in cells if (b := _throughput_bar(r, x, metric)) is not None]
+        if not bars:
+            continue
+        marks |= {b.marks for b in bars if b.marks}
+        figure.add_trace(_bar_trace(fw, bars, error=metric == "throughput"), **top)
+        peaks = [b for x, r in cells if (b := _memory_bar(r, x)) is not None] if memory else []
+        if peaks:
+            marks |= {b.marks for b in peaks if b.marks}
+            figure.add_trace(_bar_trace(fw, peaks, error=False, legend=False), row=2, col=1)
+    if not figure.data:
+        return None
+    _mark_legend(figure, marks)
     what = "samples per joule" if metric == "energy" else "throughput"
     figure.update_layout(
         title=_title(f"{model} {what}", chosen),
         barmode="group",
-        yaxis_title="samples/J (median repeat)"
-        if metric == "energy"
-        else "samples/s (median; error bars: min–max)",
-        xaxis={"categoryorder": "array", "categoryarray": labels},
+        legend={"orientation": "h", "y": -0.12 if memory else -0.2, "yanchor": "top"},
     )
+    figure.update_xaxes(categoryorder="array", categoryarray=labels)
+    figure.update_yaxes(title_text="samples/J (median repeat)" if metric == "energy"
+                        else "samples/s (median; error bars: min–max)", **top)  # fmt: skip
+    if memory:
+        figure.update_yaxes(title_text=plot_text(memory_axis_label(chosen)), row=2, col=1)
+        figure.update_layout(height=760)
     return figure
 
 
+# ---------------------------------------------------------------- scaling and latency
+
+SCALING_DASH = ("solid", "dash", "dot", "dashdot")
+SERIES_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon",
+                  "hexagon", "star")  # fmt: skip
+
+
 def scaling_figure(chosen: Sequence[Result], model: str):
-    """Speedup vs devices per framework, with the ideal (linear) line; None without scaling."""
+    """Speedup vs devices per framework (its colour; a framework's other series another dash
+    and symbol), the ideal (linear) line drawn as a shape (no result is its point); a point
+    of a noisy or smoke result hollow and named. None without scaling."""
     import plotly.graph_objects as go
 
-    series = scaling_series(chosen, model)
+    series = scaling_points(chosen, model)
     if not series:
         return None
-    top = max(d for points in series.values() for d, _ in points)
+    top = max(d for points in series.values() for d, _, _ in points)
     figure = go.Figure()
-    figure.add_trace(
-        go.Scatter(
-            x=[1, top],
-            y=[1, top],
-            mode="lines",
-            name="ideal (linear)",
-            line={"dash": "dash", "color": "grey"},
-        )  # fmt: skip
-    )
+    figure.add_shape(type="line", x0=1, y0=1, x1=top, y1=top, name="ideal (linear)",
+                     showlegend=True, line={"dash": "dash", "color": "grey"})  # fmt: skip
+    seen: dict[str, int] = {}
+    marked: set[tuple[str, ...]] = set()
     for label, points in series.items():
+        results = [r for _, _, r in points]
+        fw = results[0].spec.framework
+        k = seen[fw] = seen.get(fw, -1) + 1
+        marks = [marks_of(r) for r in results]
+        marked |= {m for m in marks if m}
+        colour = framework_colour(fw)
         figure.add_trace(
             go.Scatter(
-                x=[d for d, _ in points],
-                y=[s for _, s in points],
-                mode="lines+markers",
-                name=plot_text(label),
-                hovertemplate="%{x} devices: speedup %{y:.2f}",
-            )  # fmt: skip
-        )
+                x=[d for d, _, _ in points], y=[s for _, s, _ in points],
+                mode="lines+markers+text", name=plot_text(label),
+                line={"color": colour, "dash": SCALING_DASH[k % len(SCALING_DASH)]},
+                marker={"symbol": SERIES_SYMBOLS[k % len(SERIES_SYMBOLS)], "size": 9,
+                        "color": ["white" if m else colour for m in marks],
+                        "line": {"color": colour, "width": 2}},
+                text=[mark_text(m) for m in marks], textposition="top center",
+                customdata=[plot_text(r.id) + _marks_hover(m) for r, m in zip(results, marks,
+                                                                              strict=True)],
+                hovertemplate="%{x} devices: speedup %{y:.2f}<br>%{customdata}",
+                meta=_select(results),
+            )
+        )  # fmt: skip
+    _mark_legend(figure, marked, bars=False)
     figure.update_layout(
         title=_title(f"{model} scaling", chosen),
         xaxis_title="devices (nodes x devices per node)",
         yaxis_title="speedup vs 1 device (median samples/s)",
+        legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
     )
     return figure
 
@@ -230,12 +356,20 @@ def _percentile_rank(name: str) -> float | None:
     return float(match.group(1)) if match else None
 
 
+def serves(result: Result) -> bool:
+    """Whether `result` measured serving latency: an inference run, or a LoadGen scenario
+    (a training step's time is not a latency a user waits for)."""
+    return result.spec.mode == "infer" or bool(result.spec.scenario)
+
+
 def latency_figure(chosen: Sequence[Result], model: str):
-    """Latency percentiles (p50 ... p99.9, those measured) per configuration; None when no
-    result measured latency."""
+    """Inference and LoadGen results' per-batch latency percentiles (p50 ... p99.9, those
+    measured), a bar per percentile and result in its framework's colour, noisy and smoke
+    results patterned and named; None when no such result measured latency (training runs
+    are never drawn here)."""
     import plotly.graph_objects as go
 
-    measured = [r for r in chosen if any(map(_percentile_rank, r.metrics.latency_ms))]
+    measured = [r for r in chosen if serves(r) and any(map(_percentile_rank, r.metrics.latency_ms))]
     if not measured:
         return None
     names = sorted(
@@ -243,81 +377,251 @@ def latency_figure(chosen: Sequence[Result], model: str):
         key=_percentile_rank,
     )
     figure = go.Figure()
+    marked: set[tuple[str, ...]] = set()
     for r in measured:
         c = Config.of(r)
         label = f"{r.spec.framework} {c.mode_label} {c.precision_label} {c.device} b{c.batch}"
         label += f" {c.topology}" + (f" [{c.settings_text}]" if c.settings else "")
         xs = [n for n in names if n in r.metrics.latency_ms]
+        marks = marks_of(r)
+        if marks:
+            marked.add(marks)
+            label += f" ({mark_text(marks)})"
+        hover = plot_text(r.id) + _marks_hover(marks)
         figure.add_trace(
             go.Bar(name=plot_text(label), x=xs, y=[r.metrics.latency_ms[n] for n in xs],
-                   customdata=[plot_text(r.id)] * len(xs),
-                   hovertemplate="%{customdata}<br>%{x}: %{y:.3g} ms<extra></extra>")
+                   marker={"color": framework_colour(r.spec.framework),
+                           "line": {"color": "#333", "width": 0.5},
+                           "pattern": {"shape": PATTERN.get(marks, ""), "fgcolor": "#333",
+                                       "fillmode": "overlay", "solidity": 0.3}},
+                   text=[mark_text(marks)] * len(xs), textposition="outside",
+                   textfont={"size": 9}, customdata=[hover] * len(xs),
+                   hovertemplate="%{customdata}<br>%{x}: %{y:.3g} ms<extra></extra>",
+                   meta=_select([r] * len(xs)))
         )  # fmt: skip
+    _mark_legend(figure, marked)
     figure.update_layout(
-        title=_title(f"{model} latency percentiles", chosen),
+        title=_title(f"{model} inference latency percentiles", chosen),
         barmode="group",
         xaxis={"title": "percentile", "categoryorder": "array", "categoryarray": names},
-        yaxis_title="ms per batch (interpolated)",
+        yaxis_title="ms per batch (inference steps, interpolated)",
+        legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
     )
     return figure
 
 
-MARKERS = {"regression": ("x", "#d62728"), "improvement": ("triangle-up", "#2ca02c")}
-CHANGED = "diamond"  # a point whose settings or environment differ from the one before
+# ---------------------------------------------------------------- history
+
+# Rings drawn over a point: (symbol, colour, what it means), in the legend as written here.
+RINGS = {
+    "regression": ("x-thin-open", "#d62728", "significant regression vs the point before"),
+    "improvement": ("triangle-up-open", "#2ca02c", "significant improvement vs the point before"),
+    "changed": ("circle-open", "#333333", "settings or environment changed since the point before"),
+}  # fmt: skip
+BAND = "shaded band: min–max of each result's repeats"
+X_MODES = ("time", "framework version", "dlperf version")
 
 
-def _symbol(p: HistoryPoint) -> str:
-    if p.verdict in MARKERS:
-        return MARKERS[p.verdict][0]
-    return CHANGED if p.changes else "circle"
+def _point_keys(p: HistoryPoint) -> dict[str, str]:
+    """`look.select_keys` of a point's result, from its index row (the same text)."""
+    return {
+        "machine": p.machine_id,
+        "precision": p.precision + (" + XLA" if p.xla else ""),
+        "mode": p.mode + (f" · {p.scenario}" if p.scenario else ""),
+        "version": f"{p.framework} {p.framework_version or '?'}",
+        "settings": settings_label(p.settings_map),
+    }
+
+
+def _point_marks(p: HistoryPoint) -> tuple[str, ...]:
+    marks = (NOISY,) if p.noisy else ()
+    return marks + ((SMOKE,) if smoke_shapes(p.model, p.preset, p.image_size, p.seq_len) else ())
+
+
+def _natural(text: str) -> tuple:
+    """Sorts versions as numbers where they are numbers: 2.10 after 2.9."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", text) if part)  # fmt: skip
+
+
+def _category(p: HistoryPoint, mode: str) -> tuple[tuple, str]:
+    """(sort key, tick label) of a point on a version axis."""
+    if mode == "framework version":
+        version = p.framework_version or "?"
+        return (p.framework, _natural(version)), f"{p.framework} {version}"
+    commit = commit_label(p.dlperf_commit, p.dlperf_dirty)
+    label = f"dlperf {p.dlperf_version}" + (f" {commit}" if commit else "")
+    return (_natural(p.dlperf_version or ""), commit or ""), label
+
+
+Ref = tuple[int, int]  # (series, point) of `history_figure`'s lines
+
+
+def _positions(lines: list[list[HistoryPoint]], mode: str) -> tuple[dict[Ref, object], dict]:
+    """Every point's x on the axis `mode`, and that axis. On a version axis
+    the points of one version are spread over its slot (series, then time): none hides
+    another."""
+    refs = [(k, i) for k, points in enumerate(lines) for i in range(len(points))]
+    if mode == "time":
+        layout = {"type": "date", "title": {"text": "created (UTC)"}}
+        return {(k, i): _plot_time(lines[k][i].created) for k, i in refs}, layout
+    cats = {ref: _category(lines[ref[0]][ref[1]], mode) for ref in refs}
+    order = sorted(set(cats.values()))
+    slot = {label: n for n, (_, label) in enumerate(order)}
+    members: dict[str, list[Ref]] = {}
+    for ref in refs:  # series order, then time order
+        members.setdefault(cats[ref][1], []).append(ref)
+    pos: dict[Ref, object] = {}
+    for label, group in members.items():
+        for j, ref in enumerate(group):
+            spread = -0.3 + 0.6 * j / (len(group) - 1) if len(group) > 1 else 0.0
+            pos[ref] = round(slot[label] + spread, 6)
+    layout = {"type": "linear", "tickmode": "array", "tickvals": list(range(len(order))),
+              "ticktext": [plot_text(label) for _, label in order], "zeroline": False,
+              "title": {"text": f"{mode} (one slot each; its results in time order)"}}  # fmt: skip
+    return pos, layout
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _hover_rows(points: Sequence[HistoryPoint]) -> list[list[str]]:
+    return [
+        list(map(plot_text, [
+            p.result_id, p.created, _versions(p), _commits(p), p.verdict,
+            "; ".join(p.changes) or ("first result" if p.baseline_id is None else
+                                     "nothing changed"), _settings(p)]))
+        + [_marks_hover(_point_marks(p))]
+        for p in points
+    ]  # fmt: skip
+
+
+HOVER = (
+    "%{y:.2f} UNIT<br>result %{customdata[0]}<br>created %{customdata[1]}"
+    "<br>settings: %{customdata[6]}<br>versions: %{customdata[2]}<br>commits: %{customdata[3]}"
+    "<br>vs previous: %{customdata[4]}<br>changed: %{customdata[5]}%{customdata[7]}"
+    "<extra>%{fullData.name}</extra>"
+)
+
+
+def _series_traces(k: int, name: str, points: Sequence[HistoryPoint]) -> list:
+    """A series' min–max band and its line: the framework's colour, the series' own symbol
+    (smaller for each later series, so one drawn over another leaves it showing), a noisy or
+    smoke point hollow and named."""
+    import plotly.graph_objects as go
+
+    colour = framework_colour(points[0].framework)
+    keys = [_point_keys(p) for p in points]
+    lows = [min(p.values) if p.values else p.median for p in points]
+    highs = [max(p.values) if p.values else p.median for p in points]
+    marks = [_point_marks(p) for p in points]
+    band = go.Scatter(name=plot_text(f"{name}: min–max"), legendgroup=plot_text(name),
+                      showlegend=False, y=highs + lows[::-1], fill="toself", mode="lines",
+                      fillcolor=_rgba(colour, 0.15), line={"width": 0}, hoverinfo="skip",
+                      meta={"select": keys + keys[::-1]})  # fmt: skip
+    line = go.Scatter(
+        name=plot_text(name), legendgroup=plot_text(name), y=[p.median for p in points],
+        mode="lines+markers+text", line={"color": colour, "width": 1.5},
+        marker={"symbol": SERIES_SYMBOLS[k % len(SERIES_SYMBOLS)], "size": max(13 - 2 * k, 7),
+                "color": ["white" if m else colour for m in marks],
+                "line": {"color": colour, "width": 2}},
+        text=[mark_text(m) for m in marks], textposition="top center", textfont={"size": 9},
+        customdata=_hover_rows(points), meta={"select": keys},
+        hovertemplate=HOVER.replace("UNIT", plot_text(points[0].unit)),
+    )  # fmt: skip
+    return [band, line]
+
+
+def _ring(p: HistoryPoint) -> str | None:
+    if p.verdict in ("regression", "improvement"):
+        return p.verdict
+    return "changed" if p.changes else None
+
+
+def _history_traces(kept: list[tuple[str, list[HistoryPoint]]], mode: int) -> tuple[list, dict]:
+    """The band, line and rings of every series on the x-axis of `X_MODES[mode]` (drawn
+    only while that axis is chosen), and that axis."""
+    import plotly.graph_objects as go
+
+    series = [points for _, points in kept]
+    pos, axis = _positions(series, X_MODES[mode])
+    xaxis = "x" if mode == 0 else f"x{mode + 1}"
+    traces = []
+    for k, (name, points) in enumerate(kept):
+        band, line = _series_traces(k, name, points)
+        own = [pos[(k, i)] for i in range(len(points))]
+        band.update(x=own + own[::-1], legendgroup=f"{mode}:{band.legendgroup}")
+        line.update(x=own, legendgroup=f"{mode}:{line.legendgroup}")
+        traces += [band, line]
+    for kind, (symbol, colour, meaning) in RINGS.items():
+        ringed = [(k, i) for k, points in enumerate(series) for i, p in enumerate(points)
+                  if _ring(p) == kind]  # fmt: skip
+        if ringed:
+            traces.append(go.Scatter(
+                name=plot_text(meaning), x=[pos[ref] for ref in ringed],
+                y=[series[k][i].median for k, i in ringed], mode="markers", hoverinfo="skip",
+                marker={"symbol": symbol, "size": 20, "color": colour,
+                        "line": {"width": 2, "color": colour}},
+                meta={"select": [_point_keys(series[k][i]) for k, i in ringed]}))  # fmt: skip
+    for trace in traces:
+        trace.update(xaxis=xaxis, visible=mode == 0)
+    return traces, {**axis, "visible": mode == 0, **({"overlaying": "x"} if mode else {})}
 
 
 def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
-    """Medians over time, a line per series (a benchmark on one machine); significant changes
-    and changed settings or environment marked. None when no series has more than one
-    point. `title`: text, escaped here."""
+    """Medians of each series (a benchmark on one machine), a line each in its framework's
+    colour, over time or over framework or dlperf versions, each with its repeats' min–max
+    band; significant changes and changed settings or environment ringed, noisy and smoke
+    points hollow and named. None when no series has more than one point. `title`: text,
+    escaped here.
+
+    Buttons in the chart choose the x-axis: each axis has its own traces, the buttons only
+    show one set and hide the others (no data is rewritten, so the page's selectors, which
+    filter each trace's points, and the buttons never undo each other)."""
     import plotly.graph_objects as go
 
     if not any(len(points) > 1 for points in lines.values()):
         return None
+    kept = [(name, [p for p in points if p.median is not None]) for name, points in lines.items()]
+    kept = [(name, points) for name, points in kept if points]
+    if not kept:  # every point failed: no median to draw
+        return None
     figure = go.Figure()
-    for name, points in lines.items():
-        kept = [p for p in points if p.median is not None]
-        if not kept:
-            continue
-        custom = [
-            list(map(plot_text, [
-                p.result_id, p.created, _versions(p), _commits(p), p.verdict,
-                "; ".join(p.changes) or ("first result" if p.baseline_id is None else
-                                         "nothing changed"), _settings(p)]))
-            for p in kept
-        ]  # fmt: skip
-        figure.add_trace(
-            go.Scatter(
-                name=plot_text(name),
-                x=[_plot_time(p.created) for p in kept],
-                y=[p.median for p in kept],
-                mode="lines+markers",
-                marker={
-                    "symbol": [_symbol(p) for p in kept],
-                    "size": [12 if p.verdict in MARKERS or p.changes else 7 for p in kept],
-                    "line": {"width": [2 if p.changes else 0 for p in kept], "color": "#333"},
-                },
-                customdata=custom,
-                hovertemplate=(
-                    "%{y:.2f} " + plot_text(kept[0].unit) + "<br>result %{customdata[0]}"
-                    "<br>created %{customdata[1]}<br>settings: %{customdata[6]}"
-                    "<br>versions: %{customdata[2]}<br>commits: %{customdata[3]}"
-                    "<br>vs previous: %{customdata[4]}<br>changed: %{customdata[5]}"
-                    "<extra>%{fullData.name}</extra>"
-                ),
-            )
-        )
-    unit = next(iter(lines.values()))[0].unit
+    sets = []
+    for mode in range(len(X_MODES)):
+        traces, axis = _history_traces(kept, mode)
+        sets.append(range(len(figure.data), len(figure.data) + len(traces)))
+        figure.add_traces(traces)
+        figure.update_layout({"xaxis" if mode == 0 else f"xaxis{mode + 1}": axis})
+    keys = len(figure.data)  # the legend keys: shown whatever the axis
+    figure.add_trace(go.Scatter(**LEGEND_KEY, name=BAND, mode="markers",
+                                marker={"symbol": "square", "size": 14,
+                                        "color": "rgba(120,120,120,0.25)"}))  # fmt: skip
+    marked = {_point_marks(p) for _, points in kept for p in points} - {()}
+    _mark_legend(figure, marked, bars=False)
+    shown = [[i in drawn or i >= keys for i in range(len(figure.data))] for drawn in sets]
+    buttons = [{"label": f"by {mode}", "method": "update",
+                "args": [{"visible": shown[m]},
+                         {f"xaxis{j + 1 if j else ''}.visible": j == m for j in range(len(sets))}]}
+               for m, mode in enumerate(X_MODES)]  # fmt: skip
     figure.update_layout(
         title=plot_text(title),
-        xaxis_title="created (UTC)",
-        yaxis_title=plot_text(f"median {unit}"),
+        updatemenus=[
+            {
+                "type": "buttons",
+                "direction": "right",
+                "buttons": buttons,
+                "x": 0.0,
+                "xanchor": "left",
+                "y": 1.13,
+                "yanchor": "bottom",
+                "showactive": True,
+                "active": 0,
+            }
+        ],  # fmt: skip
+        yaxis_title=plot_text(f"median {kept[0][1][0].unit} (band: min–max of the repeats)"),
         legend={"orientation": "h", "y": -0.25},
     )
     return figure

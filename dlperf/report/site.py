@@ -302,12 +302,15 @@ def _history_section(
         lines[name if name not in lines else f"{name} {key[0]}"] = line
     out = [
         f"<{h}>History</{h}>",
-        '<p class="note">The median of every stored result of a benchmark on this machine over '
-        "time, one line per framework whatever its settings; hover a point for its result id, "
-        "creation time, settings, versions and what changed since the previous one. A diamond "
-        "with a dark outline marks a point whose settings or environment changed; a cross "
-        "marks a significant regression, a triangle a significant improvement (beyond "
-        f"{HISTORY_THRESHOLD:.0%} and significant by <code>dlperf compare</code>'s test).</p>",
+        '<p class="note">The median of every stored result of a benchmark on this machine, one '
+        "line per framework whatever its settings (the framework's colour, a symbol per line), "
+        "the shaded band the min–max of each result's repeats; the buttons above a chart draw "
+        "it over time, framework version or dlperf version. Hover a point for its result id, "
+        "creation time, settings, versions and what changed since the previous one. A dark "
+        "ring marks a point whose settings or environment changed; a red cross a significant "
+        "regression, a green triangle a significant improvement (beyond "
+        f"{HISTORY_THRESHOLD:.0%} and significant by <code>dlperf compare</code>'s test); a "
+        "hollow point is named noisy or smoke, as its legend says.</p>",
     ]
     single = 0
     for c in sorted(rows, key=Config.sort_key):
