@@ -61,9 +61,7 @@ class Change:
         return f"{self.kind}: {p.benchmark_id} on {p.machine} ({change} {p.metric})"
 
 
-def significant_changes(
-    points: Iterable[HistoryPoint], improvements: bool = True
-) -> list[Change]:
+def significant_changes(points: Iterable[HistoryPoint], improvements: bool = True) -> list[Change]:
     """Every regression (and, with `improvements`, every improvement) among history's
     `points`, each with the result it was judged against; newest first."""
     points = list(points)
