@@ -1,5 +1,5 @@
-"""`dlperf publish`: the static site (pages, charts, tables, history, raw results), and a real
-headless Chromium that opens it from disk."""
+"""`dlperf publish`: the static site (pages, charts, tables, history, raw results, the
+regressions page and feed); `test_site_browser.py` opens it in a real browser."""
 
 from __future__ import annotations
 
@@ -311,65 +311,6 @@ def test_publish_never_follows_a_symlink_out_of_its_site(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert _tree(other) == before
-
-
-# ---------------------------------------------------------------- a real browser
-
-
-CHART_STATE = """JSON.stringify({
-  plotly: typeof Plotly === "object" ? Plotly.version : null,
-  charts: Array.from(document.querySelectorAll(".plotly-graph-div")).map(d => ({
-    id: d.id,
-    svg: d.querySelectorAll("svg.main-svg").length,
-    canvas: d.querySelectorAll("canvas").length,
-    traces: (d._fullData || []).length,
-    marks: d.querySelectorAll(".point, .trace path, .bars path").length,
-  })),
-})"""
-
-
-@pytest.mark.multiprocess
-def test_the_site_renders_in_headless_chromium(tmp_path: Path) -> None:
-    """`dlperf publish` builds the site; Chromium opens each page from disk: Plotly loaded,
-    every chart drew into its div, no console error, exception or failed load."""
-    import json
-
-    from browser import INSTALL_HINT, Browser, find_chromium
-
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip(f"no chromium: {INSTALL_HINT}")
-    pytest.importorskip("websocket", reason="pip install websocket-client (the test extra)")
-
-    write_results(tmp_path / "results")
-    done = subprocess.run(
-        [sys.executable, "-m", "dlperf", "publish", "--out", "site"],
-        cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "2 pages, 4 charts, 12 result files" in done.stdout
-    site = tmp_path / "site"
-    with Browser(binary, tmp_path / "profile") as browser:
-        for name in ("index.html", "resnet50.html"):
-            expected = re.findall(r'id="([^"]+)" class="plotly-graph-div"', (
-                site / name).read_text())  # fmt: skip
-            browser.open(site / name)
-            ready = (
-                "Array.from(document.querySelectorAll('.plotly-graph-div'))"
-                ".every(d => d.querySelector('svg.main-svg'))"
-            )
-            browser.wait_for(ready)
-            state = json.loads(browser.evaluate(CHART_STATE))
-            assert state["plotly"], f"{name}: Plotly did not load"
-            assert [c["id"] for c in state["charts"]] == expected
-            for chart in state["charts"]:
-                assert chart["svg"] or chart["canvas"], f"{name}: {chart['id']} not drawn"
-                assert chart["traces"] >= 1 and chart["marks"] >= 1, chart
-            assert browser.errors == [], f"{name}: {browser.errors}"
-            if name != "index.html":
-                shot = browser.screenshot(tmp_path / f"{Path(name).stem}.png")
-                assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-                print(f"screenshot of {name}: {shot}")
 
 
 def test_a_page_shows_the_telemetry_table_and_the_samples_per_joule_chart(

@@ -266,12 +266,11 @@ def test_the_site_makes_no_request_whatever_the_results_hold(tmp_path: Path) -> 
     Chromium, every chart's hover label shown: zero requests to the server the payloads point
     at, no script of theirs ran, no image, no link outside the site, every table's rows as
     wide as its header, and the hostile text on the page as text."""
-    from browser import INSTALL_HINT, Browser, find_chromium
+    from browser import Browser, find_chromium, skip_reason
 
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip(f"no chromium: {INSTALL_HINT}")
-    pytest.importorskip("websocket", reason="pip install websocket-client (the test extra)")
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
     with CountingServer() as server:
         hostile_folder(tmp_path, server.port)
         done = subprocess.run([sys.executable, "-m", "dlperf", "publish", "--out", "site"],
@@ -279,8 +278,8 @@ def test_the_site_makes_no_request_whatever_the_results_hold(tmp_path: Path) -> 
         assert done.returncode == 0, done.stderr
         assert not UNSAFE.search(done.stdout + done.stderr)
         pages = sorted((tmp_path / "site").glob("*.html"))
-        assert len(pages) == 2
-        with Browser(binary, tmp_path / "profile") as browser:
+        assert len(pages) == 3  # the index, regressions.html and the model's page
+        with Browser(find_chromium()) as browser:
             for page in pages:
                 browser.open(page)
                 browser.wait_for(
@@ -289,6 +288,7 @@ def test_the_site_makes_no_request_whatever_the_results_hold(tmp_path: Path) -> 
                 )
                 hovered = browser.evaluate(HOVER_ALL)
                 state = json.loads(browser.evaluate(PAGE_STATE))
+                assert browser.outside == [], browser.outside
                 assert not state["pwned"], page.name
                 assert state["images"] == [], state["images"]
                 outside = [h for h in state["links"] + state["svgLinks"] if h and "://" in h]
@@ -297,7 +297,7 @@ def test_the_site_makes_no_request_whatever_the_results_hold(tmp_path: Path) -> 
                 for rows in state["tables"]:
                     assert len(set(rows)) == 1, rows
                 assert "![img](http://127.0.0.1:" in state["text"] and SHOWN in state["text"]
-                if page.name != "index.html":
+                if page.name not in ("index.html", "regressions.html"):
                     assert hovered > 0  # the hover labels, hostile text in them, were drawn
         assert server.paths == [], server.paths
 
