@@ -73,8 +73,9 @@ SELECT_JS = "assets/select.js"
 REGRESSIONS_PAGE = "regressions.html"
 REGRESSIONS_FEED = "regressions.xml"
 INDEX_CHANGES = 5  # the newest significant changes the index lists
-THROUGHPUT_HEIGHT = 420  # a model page's charts (px); the index's small charts
-LATENCY_HEIGHT = 380
+THROUGHPUT_HEIGHT = 380  # a model page's charts (px); the index's small charts
+LATENCY_HEIGHT = 340
+HISTORY_HEIGHT = 340
 SMALL_HEIGHT = 300
 HISTORY_THRESHOLD = 0.05  # `dlperf compare`'s default threshold, for the history's verdicts
 
@@ -404,12 +405,12 @@ def _history_section(
         lines[name if name not in lines else f"{name} {key[0]}"] = line
     out = [
         f"<{h}>History</{h}>",
-        '<p class="note">The median of every stored result of a benchmark on this machine over '
-        "time, one line per framework whatever its settings; hover a point for its result id, "
-        "creation time, settings, versions and what changed since the previous one. A diamond "
-        "with a dark outline marks a point whose settings or environment changed; a cross "
-        "marks a significant regression, a triangle a significant improvement (beyond "
-        f"{HISTORY_THRESHOLD:.0%} and significant by <code>dlperf compare</code>'s test).</p>",
+        '<p class="note">Every stored result of a benchmark on this machine over time, a line '
+        "per framework whatever its settings (hover: result id, versions, settings, what "
+        "changed). Outlined diamond: settings or environment changed; cross: a significant "
+        f"regression, triangle: a significant improvement (beyond {HISTORY_THRESHOLD:.0%}, by "
+        "<code>dlperf compare</code>'s test; all of them: "
+        f'<a href="{REGRESSIONS_PAGE}">significant changes</a>).</p>',
     ]
     single, drawn = 0, len(out)
     for c in sorted(rows, key=Config.sort_key):
@@ -420,7 +421,7 @@ def _history_section(
         if figure is None:
             single += 1
             continue
-        out.append(charts.add(figure, "history", height=420))
+        out.append(charts.add(figure, "history", height=HISTORY_HEIGHT))
     if len(out) == drawn:  # no chart: the heading and why, without the chart's legend
         out = out[:1]
     if single:
