@@ -427,8 +427,8 @@ WARNING_NUMBERS = re.compile(r"(?<![\w.])\d+(?:\.\d+)?%?(?:, \d+(?:\.\d+)?%?)*(?
 def group_warnings(warned: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:
     """(configuration, warning) pairs as one line per kind of warning, in first-seen order:
     warnings whose text differs only in its numbers are one kind; the line is the text with
-    each number that differs written as its values in the configurations' order
-    ("up to 50% / 11%"), and the configurations it applies to (each once)."""
+    each number that differs written as its range over them (`_spread`: "up to 11%–50%"),
+    and the configurations it applies to (each once)."""
     kinds: dict[str, tuple[list[str], list[list[str]]]] = {}
     for configuration, said in warned:
         said = one_line(said, 300)
@@ -441,7 +441,18 @@ def group_warnings(warned: Iterable[tuple[str, str]]) -> list[tuple[str, list[st
         pieces = template.split("\0")
         said = pieces[0]
         for i, piece in enumerate(pieces[1:]):
-            seen = list(dict.fromkeys(v[i] for v in values))
-            said += " / ".join(seen) + piece
+            said += _spread([v[i] for v in values]) + piece
         lines.append((said, configurations))
     return lines
+
+
+def _spread(values: Sequence[str]) -> str:
+    """One number of a kind of warning over its configurations: the value when they agree,
+    the min–max of single numbers ("11%–53%"), else the distinct values ("1, 3 / 1")."""
+    seen = list(dict.fromkeys(values))
+    if len(seen) == 1:
+        return seen[0]
+    if all(", " not in v for v in seen) and len({v.endswith("%") for v in seen}) == 1:
+        ordered = sorted(seen, key=lambda v: float(v.rstrip("%")))
+        return f"{ordered[0]}–{ordered[-1]}"
+    return " / ".join(seen)
