@@ -9,6 +9,15 @@ charts and sections are its own, and every chart's title names its machine. Plot
 JavaScript (shipped in the `plotly` package) is written once to site/assets/plotly.min.js
 and referenced relatively: no CDN, no network.
 
+A model page reads top down: its selectors (machine, precision, mode, framework version,
+settings: assets/select.js filters the rows carrying `look.select_keys` as data-* attributes
+and the chart points carrying them in `meta.select`), the cross-framework table and charts per
+machine, the long sections (method, hardware, per-framework tables, telemetry, every repeat)
+collapsed, warnings one line per kind. The index is an overview: the models, the newest
+significant changes, and per machine each model's chart, small, with the machine's
+configurations. regressions.html and its Atom feed regressions.xml list every significant
+change between consecutive results of a series (`report.regressions`, history's verdicts).
+
 Renderers return strings; `write_site` writes files. The same results give the same bytes:
 nothing depends on the time of `dlperf publish`, only on the results' own times.
 """
