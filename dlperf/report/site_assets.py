@@ -87,9 +87,11 @@ SELECT_JS = r"""
       if (Object.keys(update).length) Plotly.restyle(div, update, [i]);
     });
   }
+  var touched = false;  // charts are restyled from the first choice on, never at load
   function apply() {
     rows().forEach(function (row) { row.hidden = !matches(row.dataset); });
-    if (typeof Plotly === "object") charts().forEach(filterChart);
+    touched = touched || KEYS.some(function (k) { return chosen[k]; });
+    if (touched && typeof Plotly === "object") charts().forEach(filterChart);
     var shown = document.getElementById("selectors-shown");
     if (shown) {
       var all = rows();
