@@ -276,17 +276,33 @@ Every repeat's samples/s in repeat order (a failed repeat shows its status). The
 
 ### Warnings
 
-- `pytorch-resnet50-train-fp32-cpu-2x1-b128-i224 [channels_last=1, fused_optimizer=1]`: the machine was busy: other processes took up to 35% of its CPUs
-- `tensorflow-resnet50-train-fp32-cuda-1x1-b128-i224 [data_format=channels_first, gpu_thread_mode=gpu_private]`: repeat 2 hung: no output for 600 s after 57 of 120 steps; killed
-- `tensorflow-resnet50-train-fp32-cuda-1x1-b128-i224 [data_format=channels_first, gpu_thread_mode=gpu_private]`: only 2 repeat(s) of throughput: too few to judge stability; use --repeats 7
-- `tensorflow-resnet50-train-fp32-cuda-1x2-b128-i224 [data_format=channels_first, gpu_thread_mode=gpu_private]`: repeat 1 crashed: exited with status 134 after 0 of 120 steps
-- `tensorflow-resnet50-train-fp32-cuda-1x2-b128-i224 [data_format=channels_first, gpu_thread_mode=gpu_private]`: repeat 2 crashed: exited with status 134 after 0 of 120 steps
-- `tensorflow-resnet50-train-fp32-cuda-1x2-b128-i224 [data_format=channels_first, gpu_thread_mode=gpu_private]`: repeat 3 crashed: exited with status 134 after 0 of 120 steps
+- the machine was busy: other processes took up to 35% of its CPUs — `pytorch-resnet50-train-fp32-cpu-2x1-b128-i224 [channels_last=1, fused_optimizer=1]`
+- repeat 2 hung: no output for 600 s after 57 of 120 steps; killed — `tensorflow-resnet50-train-fp32-cuda-1x1-b128-i224 [data_format=channels_first, gpu_thread_mode=gpu_private]`
+- only 2 repeat(s) of throughput: too few to judge stability; use --repeats 7 — `tensorflow-resnet50-train-fp32-cuda-1x1-b128-i224 [data_format=channels_first, gpu_thread_mode=gpu_private]`
+- repeat 1–3 crashed: exited with status 134 after 0 of 120 steps — `tensorflow-resnet50-train-fp32-cuda-1x2-b128-i224 [data_format=channels_first, gpu_thread_mode=gpu_private]`
 """  # noqa: E501
 
 
 def test_render_model_report_exact() -> None:
     assert render_model_report(sample_results(), "resnet50") == EXPECTED
+
+
+def test_three_configurations_sharing_a_warning_kind_get_one_line() -> None:
+    """Issue 24: warnings grouped, one line per kind naming the configurations it applies to;
+    a number that differs is shown as its range."""
+    busy = [
+        make_result("pytorch", [31.2, 30.9, 31.4], device="cpu", busy=0.5),
+        make_result("pytorch", [80.1, 79.5, 80.4], device="cpu", nodes=2, busy=0.35),
+        make_result("tensorflow", [30.1, 30.5, 30.4], device="cpu", busy=0.5, version="2.16.1"),
+    ]
+    report = render_model_report(busy, "resnet50")
+    warnings = report.split("### Warnings\n\n", 1)[1].strip().splitlines()
+    assert warnings == [
+        "- the machine was busy: other processes took up to 35%–50% of its CPUs — "
+        "`pytorch-resnet50-train-fp32-cpu-1x1-b128-i224 [channels_last=1, fused_optimizer=1]`, "
+        "`pytorch-resnet50-train-fp32-cpu-2x1-b128-i224 [channels_last=1, fused_optimizer=1]`, "
+        "`tensorflow-resnet50-train-fp32-cpu-1x1-b128-i224 [data_format=channels_last]`"
+    ]
 
 
 def test_render_is_deterministic_under_shuffling() -> None:

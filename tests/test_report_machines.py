@@ -226,11 +226,14 @@ def test_the_site_of_two_machines_keeps_them_apart(
     assert [p.result_id for p in line] == [DEFAULT, CHANNELS_LAST]
     assert line[1].changes[0] == "setting channels_last 0 -> 1"
     assert all(p.machine_id == machine_of(real[0]).id for p in line)
-    # the index's configurations: benchmark x machine x settings, the machine named
+    # the index's configurations: benchmark x machine x settings, in their machine's section
     index = (tmp_path / "site" / "index.html").read_text()
     assert index.count("<td><code>" + PYTORCH + "</code></td>") == 4
+    sections = re.split(r"<h2>", index)
     for machine in (machine_of(real[0]), machine_of(copies[0])):
-        assert index.count(f"<td>{machine.label} (<code>{machine.id}</code>)</td>") == 3
+        (section,) = [s for s in sections if s.startswith(f"{machine.label} (machine ")]
+        assert section.count(f'<tr data-machine="{machine.id}"') == 3
+        assert section.count("<tr data-machine=") == 3  # the other machine's: in its own
         assert page.count(f"<td>{machine.label} (<code>{machine.id}</code>)</td>") == 3
 
 

@@ -1,5 +1,5 @@
-"""`dlperf publish`: the static site (pages, charts, tables, history, raw results), and a real
-headless Chromium that opens it from disk."""
+"""`dlperf publish`: the static site (pages, charts, tables, history, raw results, the
+regressions page and feed); `test_site_browser.py` opens it in a real browser."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from dlperf.report.figures import RINGS, history_figure
 from dlperf.report.markdown import render_model_report
 from dlperf.report.site import GENERATOR as SITE_GENERATOR
 from dlperf.report.site import (
+    HISTORY_THRESHOLD,
     PLOTLY_JS,
     history,
     markdown_html,
@@ -87,7 +88,9 @@ def write_results(folder: Path) -> Path:
 
 
 def _tables(text: str) -> list[str]:
+    """The tables, links and the selectors' data-* attributes left out."""
     unlinked = re.sub(r'<a href="[^"]*">(.*?)</a>', r"\1", text)
+    unlinked = re.sub(r"<tr(?: data-[a-z]+=\"[^\"]*\")+>", "<tr>", unlinked)
     return re.findall(r"<table>.*?</table>", unlinked, flags=re.S)
 
 
@@ -111,7 +114,7 @@ def test_the_page_holds_the_markdown_reports_tables(tmp_path: Path) -> None:
 def test_every_link_resolves_and_nothing_comes_from_the_network(tmp_path: Path) -> None:
     results = write_results(tmp_path / "results")
     site = write_site(results, tmp_path / "site")
-    assert sorted(site.pages) == ["index.html", "resnet50.html"]
+    assert sorted(site.pages) == ["index.html", "regressions.html", "resnet50.html"]
     js = (tmp_path / "site" / PLOTLY_JS).read_bytes()
     import plotly.offline
 
@@ -136,10 +139,12 @@ def test_every_link_resolves_and_nothing_comes_from_the_network(tmp_path: Path) 
         assert copy.read_bytes() == source.read_bytes()
     index = (tmp_path / "site" / "index.html").read_text()
     assert '<a href="resnet50.html">resnet50</a>' in index
-    # one row per benchmark x machine x settings: the default has 3 results, the ablation 1
-    machine = f"NVIDIA H100 80GB HBM3, AMD EPYC 7R13 Processor, 48 CPUs (<code>{MACHINE}</code>)"
+    # one row per benchmark x machine x settings, under its machine: the default has 3
+    # results, the ablation 1
+    machine = "NVIDIA H100 80GB HBM3, AMD EPYC 7R13 Processor, 48 CPUs"
+    assert f"<h2>{machine} (machine {MACHINE})</h2>" in index
     row = f"<td><code>{CUDA_BENCHMARK}</code></td>\n<td>channels_last={{}}, cudnn_benchmark=1, "
-    row += f"fused_optimizer=1</td>\n<td>{machine}</td>\n<td>pytorch</td>\n<td>{{}}</td>"
+    row += "fused_optimizer=1</td>\n<td>pytorch</td>\n<td>{}</td>"
     assert row.format(1, 3) in index and row.format(0, 1) in index
 
 
@@ -313,65 +318,6 @@ def test_publish_never_follows_a_symlink_out_of_its_site(tmp_path: Path) -> None
     assert _tree(other) == before
 
 
-# ---------------------------------------------------------------- a real browser
-
-
-CHART_STATE = """JSON.stringify({
-  plotly: typeof Plotly === "object" ? Plotly.version : null,
-  charts: Array.from(document.querySelectorAll(".plotly-graph-div")).map(d => ({
-    id: d.id,
-    svg: d.querySelectorAll("svg.main-svg").length,
-    canvas: d.querySelectorAll("canvas").length,
-    traces: (d._fullData || []).length,
-    marks: d.querySelectorAll(".point, .trace path, .bars path").length,
-  })),
-})"""
-
-
-@pytest.mark.multiprocess
-def test_the_site_renders_in_headless_chromium(tmp_path: Path) -> None:
-    """`dlperf publish` builds the site; Chromium opens each page from disk: Plotly loaded,
-    every chart drew into its div, no console error, exception or failed load."""
-    import json
-
-    from browser import INSTALL_HINT, Browser, find_chromium
-
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip(f"no chromium: {INSTALL_HINT}")
-    pytest.importorskip("websocket", reason="pip install websocket-client (the test extra)")
-
-    write_results(tmp_path / "results")
-    done = subprocess.run(
-        [sys.executable, "-m", "dlperf", "publish", "--out", "site"],
-        cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "2 pages, 4 charts, 12 result files" in done.stdout
-    site = tmp_path / "site"
-    with Browser(binary, tmp_path / "profile") as browser:
-        for name in ("index.html", "resnet50.html"):
-            expected = re.findall(r'id="([^"]+)" class="plotly-graph-div"', (
-                site / name).read_text())  # fmt: skip
-            browser.open(site / name)
-            ready = (
-                "Array.from(document.querySelectorAll('.plotly-graph-div'))"
-                ".every(d => d.querySelector('svg.main-svg'))"
-            )
-            browser.wait_for(ready)
-            state = json.loads(browser.evaluate(CHART_STATE))
-            assert state["plotly"], f"{name}: Plotly did not load"
-            assert [c["id"] for c in state["charts"]] == expected
-            for chart in state["charts"]:
-                assert chart["svg"] or chart["canvas"], f"{name}: {chart['id']} not drawn"
-                assert chart["traces"] >= 1 and chart["marks"] >= 1, chart
-            assert browser.errors == [], f"{name}: {browser.errors}"
-            if name != "index.html":
-                shot = browser.screenshot(tmp_path / f"{Path(name).stem}.png")
-                assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-                print(f"screenshot of {name}: {shot}")
-
-
 def test_a_page_shows_the_telemetry_table_and_the_samples_per_joule_chart(
     tmp_path: Path,
 ) -> None:
@@ -392,5 +338,117 @@ def test_a_page_shows_the_telemetry_table_and_the_samples_per_joule_chart(
     page, charts = render_model_page(stored, "resnet50", history(tmp_path / "results"))
     report = render_model_report([s.result for s in stored], "resnet50")
     assert "## Telemetry" in report  # the report's own table, converted on the page
-    assert "<h2>Telemetry</h2>" in page and "<h2>Energy: samples per joule</h2>" in page
+    assert "<h2>Energy: samples per joule</h2>" in page
+    assert "<summary>Telemetry: utilization, clocks, power and energy per result</summary>" in page
     assert any(c.split("-")[1] == "energy" for c in charts)
+
+
+# ---------------------------------------------------------------- overview, changes, selectors
+
+
+def _cells(table_html: str) -> list[list[str]]:
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table_html, flags=re.S)
+    return [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[dh]>(.*?)</t[dh]>", r, re.S)]
+            for r in rows]  # fmt: skip
+
+
+def test_the_index_counts_agree(tmp_path: Path) -> None:
+    """Issue 24: the models table's configurations and stored results are the rows of the
+    machines' configuration tables and the sum of their `stored results` (the reports' index
+    counted the newest result of each configuration, the configuration table every one)."""
+    results = write_results(tmp_path / "results")
+    write_site(results, tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text()
+    models, *machines = re.findall(r"<table>.*?</table>", index, flags=re.S)
+    header, row = _cells(models)
+    model = dict(zip(header, row, strict=True))
+    assert model["model"] == "resnet50"
+    (configurations,) = machines  # one machine
+    header, *rows = _cells(configurations)
+    column = header.index("stored results")
+    assert int(model["configurations"]) == len(rows) == 9
+    assert int(model["stored results"]) == sum(int(r[column]) for r in rows) == 12
+    assert sorted(int(r[column]) for r in rows) == [1] * 7 + [2, 3]
+
+
+def test_significant_changes_are_compares_verdicts_newest_first(tmp_path: Path) -> None:
+    """Stored results whose changes are known: PyTorch's CUDA 1x1 improved twice (2.1.0 ->
+    2.2.0 -> 2.3.1) then regressed with channels_last off; TensorFlow's regressed (1200 ->
+    992.7). Each is history's verdict, the one `dlperf compare`'s test gives the two results."""
+    from dlperf.report.regressions import significant_changes
+    from dlperf.stats import judge
+
+    points = history(write_results(tmp_path / "results"))
+    changes = significant_changes(p for line in points.values() for p in line)
+    assert [(c.kind, c.before.result_id, c.after.result_id) for c in changes] == [
+        ("regression", "20240501T120000Z-tfold", "20240601T120000Z-te1x1cuda"),
+        ("regression", DEFAULT_CUDA, ABLATION_CUDA),
+        ("improvement", "20240401T120000Z-old2", DEFAULT_CUDA),
+        ("improvement", "20240301T120000Z-old1", "20240401T120000Z-old2"),
+    ]
+    for c in changes:
+        assert judge(c.before.values, c.after.values, True, HISTORY_THRESHOLD).verdict == c.kind
+    only = significant_changes((p for line in points.values() for p in line), improvements=False)
+    assert [c.kind for c in only] == ["regression", "regression"]
+
+
+def test_the_regressions_page_and_feed(tmp_path: Path) -> None:
+    """regressions.html: a row per change, newest first, with both results' JSON, versions
+    and settings; regressions.xml: Atom 1.0 with an entry per change (ids, the newer result's
+    time, links relative to the site that resolve); the index lists them, labelled."""
+    import xml.etree.ElementTree as ET
+    from urllib.parse import unquote
+
+    atom = "{http://www.w3.org/2005/Atom}"
+    write_site(write_results(tmp_path / "results"), tmp_path / "site")
+    site = tmp_path / "site"
+    page = (site / "regressions.html").read_text()
+    rows = re.findall(r'<tr id="(change-[0-9a-f]{8})">(.*?)</tr>', page, flags=re.S)
+    assert len(rows) == 4
+    first = rows[0][1]
+    assert '<span class="regression">regression</span><br>-17.3% samples/s' in first
+    assert "tensorflow 2.15.0, dlperf 0.1.0" in first and "tensorflow 2.16.1" in first
+    assert "data_format=channels_first, gpu_thread_mode=gpu_private" in first
+    assert "framework 2.15.0 -&gt; 2.16.1" in first
+    for href in re.findall(r'href="(results/[^"]+)"', page):
+        assert (site / unquote(href)).is_file()
+    root = ET.parse(site / "regressions.xml").getroot()
+    assert root.tag == f"{atom}feed" and root.findtext(f"{atom}id").startswith("urn:uuid:")
+    assert root.findtext(f"{atom}author/{atom}name") == "dlperf publish"
+    entries = root.findall(f"{atom}entry")
+    assert [e.find(f"{atom}link").get("href") for e in entries] == [
+        f"regressions.html#{anchor}" for anchor, _ in rows
+    ]
+    assert len({e.findtext(f"{atom}id") for e in entries}) == 4
+    assert [e.findtext(f"{atom}updated") for e in entries] == [
+        "2024-06-01T12:00:00+00:00"] * 3 + ["2024-04-01T12:00:00+00:00"]  # fmt: skip
+    assert root.findtext(f"{atom}updated") == "2024-06-01T12:00:00+00:00"
+    for entry in entries:
+        related = [x.get("href") for x in entry.findall(f"{atom}link") if x.get("rel") == "related"]
+        assert len(related) == 2 and all((site / unquote(h)).is_file() for h in related)
+    index = (site / "index.html").read_text()
+    assert index.count('<span class="regression">regression</span>') == 2
+    assert index.count('<span class="improvement">improvement</span>') == 2
+
+
+def test_a_model_page_reads_and_carries_the_selectors_keys(tmp_path: Path) -> None:
+    """The method text is collapsed (closed <details>), the selectors come before it, the
+    page loads assets/select.js, and each result's rows carry its `look.select_keys`."""
+    from dlperf.report.look import select_keys
+
+    write_site(write_results(tmp_path / "results"), tmp_path / "site")
+    page = (tmp_path / "site" / "resnet50.html").read_text()
+    assert '<div class="selectors" id="selectors"' in page
+    assert page.index('id="selectors"') < page.index('<details class="method">')
+    assert "<summary>How these numbers were measured</summary>" in page
+    assert "<details open" not in page and "<h2>How these numbers were measured</h2>" not in page
+    assert '<script src="assets/select.js" defer></script>' in page
+    assert (tmp_path / "site" / "assets" / "select.js").is_file()
+    for r in site_results():
+        keys = select_keys(r)
+        attributes = "".join(f' data-{k}="{html.escape(v)}"' for k, v in keys.items())
+        rows = re.findall(r"<tr([^>]*)>((?:(?!</tr>).)*)</tr>", page, flags=re.S)
+        mine = [attrs for attrs, cells in rows if f">{r.id}</a></td>" in cells]
+        # its row in All results (the newest of each configuration) and in Raw results
+        older = r.id.endswith(("-old1", "-old2", "-tfold"))
+        assert mine == [attributes] * (1 if older else 2), r.id

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 
 from dlperf.identity import machine_of, settings_label, settings_of
+from dlperf.printable import printable
 from dlperf.schema import Result
 
 FRAMEWORK_COLOURS = {
@@ -42,13 +43,16 @@ def framework_colour(framework: str) -> str:
 
 def select_keys(result: Result) -> dict[str, str]:
     """What a page's selectors filter `result` by: its machine's id, precision (with XLA),
-    mode (with a LoadGen scenario), framework version and settings label."""
+    mode (with a LoadGen scenario), framework version and settings label: stored text with
+    its control characters shown (`dlperf.printable`), so that a row's data-* attribute and a
+    chart point's meta hold the same text."""
     s = result.spec
     mode = s.mode + (f" · {s.scenario}" if s.scenario else "")
-    return {
+    keys = {
         "machine": machine_of(result).id,
         "precision": s.precision + (" + XLA" if s.xla else ""),
         "mode": mode,
         "version": f"{s.framework} {result.environment.framework_version or '?'}",
         "settings": settings_label(settings_of(s)),
     }
+    return {k: printable(v) for k, v in keys.items()}

@@ -7,6 +7,7 @@ per-framework tables), and its telemetry and results tables name each row's mach
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 
@@ -407,9 +408,51 @@ def _all_results(results: Sequence[Result], several: bool) -> list[str]:
         "",
     ]
     warned = [
-        f"- {code(describe(r.spec))}{f' on {code(machine_of(r).id)}' if several else ''}: "
-        f"{text(one_line(w, 300))}"
+        (code(describe(r.spec)) + (f" on {code(machine_of(r).id)}" if several else ""), w)
         for r in ordered
         for w in r.warnings
     ]
-    return [*lines, *(warned or ["None."]), ""]
+    grouped = [
+        f"- {text(said)} — {', '.join(configurations)}"
+        for said, configurations in group_warnings(warned)
+    ]
+    return [*lines, *(grouped or ["None."]), ""]
+
+
+# A number in a warning (a share, a count, a list of repeats): what differs between two
+# warnings of one kind. Digits inside a word (resnet50, p95) are part of the text.
+WARNING_NUMBERS = re.compile(r"(?<![\w.])\d+(?:\.\d+)?%?(?:, \d+(?:\.\d+)?%?)*(?![\w])")
+
+
+def group_warnings(warned: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(configuration, warning) pairs as one line per kind of warning, in first-seen order:
+    warnings whose text differs only in its numbers are one kind; the line is the text with
+    each number that differs written as its range over them (`_spread`: "up to 11%–50%"),
+    and the configurations it applies to (each once)."""
+    kinds: dict[str, tuple[list[str], list[list[str]]]] = {}
+    for configuration, said in warned:
+        said = one_line(said, 300)
+        configurations, values = kinds.setdefault(WARNING_NUMBERS.sub("\0", said), ([], []))
+        if configuration not in configurations:
+            configurations.append(configuration)
+        values.append(WARNING_NUMBERS.findall(said))
+    lines = []
+    for template, (configurations, values) in kinds.items():
+        pieces = template.split("\0")
+        said = pieces[0]
+        for i, piece in enumerate(pieces[1:]):
+            said += _spread([v[i] for v in values]) + piece
+        lines.append((said, configurations))
+    return lines
+
+
+def _spread(values: Sequence[str]) -> str:
+    """One number of a kind of warning over its configurations: the value when they agree,
+    the min–max of single numbers ("11%–53%"), else the distinct values ("1, 3 / 1")."""
+    seen = list(dict.fromkeys(values))
+    if len(seen) == 1:
+        return seen[0]
+    if all(", " not in v for v in seen) and len({v.endswith("%") for v in seen}) == 1:
+        ordered = sorted(seen, key=lambda v: float(v.rstrip("%")))
+        return f"{ordered[0]}–{ordered[-1]}"
+    return " / ".join(seen)
