@@ -370,9 +370,10 @@ def _extra_sections(
     figure = latency_figure(chosen, model)
     if figure is not None:
         out += [
-            f"<{h}>Latency percentiles</{h}>",
-            '<p class="note">Per-batch latency percentiles of the measured steps (linearly '
-            "interpolated), per configuration and settings.</p>",
+            f"<{h}>Inference latency percentiles</{h}>",
+            '<p class="note">Per-batch latency percentiles of the measured inference steps and '
+            "LoadGen queries (linearly interpolated), per configuration and settings; training "
+            "runs have none.</p>",
             charts.add(figure, "latency", height=LATENCY_HEIGHT),
         ]
     # The report's Telemetry table is on the page already (the Markdown above); here the
