@@ -154,14 +154,18 @@ def _marks_hover(marks: Sequence[str]) -> str:
 LEGEND_KEY = {"x": [None], "y": [None], "meta": {"select": []}, "showlegend": True}
 
 
-def _mark_legend(figure, marks: set[tuple[str, ...]], bars: bool = True) -> None:
-    """A legend key per kind of mark drawn, saying what it means, its swatch the mark."""
+def _mark_legend(
+    figure, marks: set[tuple[str, ...]], bars: bool = True, brief: bool = False
+) -> None:
+    """A legend key per kind of mark drawn, saying what it means (`brief`: only its name,
+    for a small chart whose page says the rest), its swatch the mark."""
     import plotly.graph_objects as go
 
     for kind in sorted(marks, key=lambda m: (len(m), m)):
         meaning = "; ".join(f"{m}: {MARK_MEANING[m]}" for m in kind)
-        name = plot_text(f"{mark_text(kind)} ({'hatched' if bars else 'hollow'}, named on it) — "
-                         f"{meaning}")  # fmt: skip
+        how = f"{'hatched' if bars else 'hollow'}, named on it"
+        name = plot_text(f"{mark_text(kind)} ({how})" if brief else
+                         f"{mark_text(kind)} ({how}) — {meaning}")  # fmt: skip
         if bars:
             swatch = {"shape": PATTERN[kind], "fgcolor": "#333"}
             trace = go.Bar(**LEGEND_KEY, name=name,
@@ -247,19 +251,21 @@ def _bar_trace(fw: str, bars: Sequence[_Bar], error: bool, legend: bool = True):
     )  # fmt: skip
 
 
-def throughput_figure(chosen: Sequence[Result], model: str, metric: str = "throughput"):
+def throughput_figure(
+    chosen: Sequence[Result], model: str, metric: str = "throughput", small: bool = False
+):
     """Frameworks side by side on one machine: a bar per configuration and framework (its
     default settings, as the table) in the framework's colour, the median with min–max error
     bars (`metric` "throughput"), or samples per joule ("energy"); failed cells read
     'failed'; noisy and smoke results patterned and named on the bar. Under the throughput,
-    a panel of each bar's peak memory where any result recorded memory. None when nothing is
-    drawn."""
+    a panel of each bar's peak memory where any result recorded memory. `small`: the index's
+    overview, throughput only, the marks' legend keys brief. None when nothing is drawn."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     grid = cross_framework_grid(chosen)
     labels = [_label(c) for c in configs(chosen)]
-    memory = metric == "throughput" and any(peak_memory(r) for r in chosen)
+    memory = not small and metric == "throughput" and any(peak_memory(r) for r in chosen)
     figure = (make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
                             row_heights=[0.62, 0.38]) if memory else go.Figure())  # fmt: skip
     top = {"row": 1, "col": 1} if memory else {}
@@ -281,7 +287,7 @@ def throughput_figure(chosen: Sequence[Result], model: str, metric: str = "throu
             figure.add_trace(_bar_trace(fw, peaks, error=False, legend=False), row=2, col=1)
     if not figure.data:
         return None
-    _mark_legend(figure, marks)
+    _mark_legend(figure, marks, brief=small)
     what = "samples per joule" if metric == "energy" else "throughput"
     figure.update_layout(
         title=_title(f"{model} {what}", chosen),
@@ -289,8 +295,9 @@ def throughput_figure(chosen: Sequence[Result], model: str, metric: str = "throu
         legend={"orientation": "h", "y": -0.12 if memory else -0.2, "yanchor": "top"},
     )
     figure.update_xaxes(categoryorder="array", categoryarray=labels)
-    figure.update_yaxes(title_text="samples/J (median repeat)" if metric == "energy"
-                        else "samples/s (median; error bars: min–max)", **top)  # fmt: skip
+    figure.update_yaxes(title_text="samples/J (median repeat)" if metric == "energy" else
+                        "samples/s" if small else "samples/s (median; error bars: min–max)",
+                        **top)  # fmt: skip
     if memory:
         figure.update_yaxes(title_text=plot_text(memory_axis_label(chosen)), row=2, col=1)
         figure.update_layout(height=760)

@@ -474,7 +474,7 @@ def render_index_page(
         parts.append(f"<h2>{plot_text(machine_heading(machine))}</h2>")
         boxes = []
         for model in sorted({r.spec.model for r in mine}):
-            figure = throughput_figure(select(mine, model), model)
+            figure = throughput_figure(select(mine, model), model, small=True)
             link = f'<h3><a href="{quote(file_stem(model))}.html">{plot_text(model)}</a></h3>'
             if figure is None:
                 boxes.append(f'<div>{link}<p class="note">No throughput chart: see its page.</p>'
