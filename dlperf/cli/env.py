@@ -7,11 +7,10 @@ import sys
 
 import typer
 from rich.markup import escape as esc
-from rich.table import Table
 
 import dlperf.cli.options as o
 from dlperf import DlperfError
-from dlperf.cli.render import console, envs_table
+from dlperf.cli.render import console, envs_table, print_frameworks, print_whole
 
 
 def list_cmd() -> None:
@@ -24,7 +23,7 @@ def list_cmd() -> None:
     official: dict[tuple[str, str], list[str]] = {}
     for m in load_manifests().values():
         official.setdefault((m.framework, m.model), []).append(m.name + ("*" if m.default else ""))
-    table = Table("framework", "model", "implementations", "env (cpu)", "description")
+    rows = []
     for name in adapter_names():
         adapter = get_adapter(name)
         spec = adapter.env_spec("cpu")
@@ -33,10 +32,10 @@ def list_cmd() -> None:
             impls = list(adapter.impls)
             if (name, model) in official:
                 impls.append(f"official: {', '.join(sorted(official[name, model]))}")
-            table.add_row(name, model, "; ".join(impls), state, MODELS[model].description)
+            rows.append((name, state, model, "; ".join(impls), MODELS[model].description))
         for model in adapter.micro_models:
-            table.add_row(name, model, "micro", state, MODELS[model].description)
-    console.print(table)
+            rows.append((name, state, model, "micro", MODELS[model].description))
+    print_frameworks(console, rows)
     console.print("official: upstream scripts (`dlperf sources list`); * = the default one")
 
 
@@ -51,7 +50,8 @@ def env_create(framework: str, device: o.EnvDevice = "cpu", rebuild: o.Rebuild =
         return
     with console.status(f"preparing {spec.name} (first build can take minutes)"):
         env = ensure_env(spec, rebuild=rebuild, log=lambda m: console.print(f"  {esc(m)}"))
-    console.print(f"[green]ready[/] {esc(str(env.path))} ({framework} {env.framework_version})")
+    version = f" ({framework} {esc(env.framework_version)})"
+    print_whole(console, "[green]ready[/]", env.path, version)
 
 
 def env_list() -> None:
@@ -60,9 +60,10 @@ def env_list() -> None:
 
     records = list_envs()
     if not records:
-        console.print(f"no environments in {esc(str(envs_root()))}", markup=False)
+        print_whole(console, "no environments in", envs_root())
         return
     console.print(envs_table(records))
+    print_whole(console, "each is the folder of its name in", envs_root())
 
 
 def env_remove(name: str, yes: o.Yes = False) -> None:
@@ -80,4 +81,4 @@ def env_remove(name: str, yes: o.Yes = False) -> None:
             console.print("nothing removed")
             return
     for path in remove_envs(name):
-        console.print(f"removed {path}", markup=False)
+        print_whole(console, "removed", path)

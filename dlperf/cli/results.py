@@ -18,6 +18,9 @@ from dlperf.cli.render import (
     headline,
     history_tables,
     print_json,
+    print_plain,
+    print_warnings,
+    print_whole,
     score_tables,
     write_data,
     write_json,
@@ -128,15 +131,14 @@ def parse(
         )
     out = err if json_out else console  # with --json, stdout is the JSON alone
     failed = False
+    from dlperf.identity import describe
+
     for result, path in imported:
-        out.print(
-            f"{headline(result)} ({len(result.repeats)} log(s)) -> {path}",
-            highlight=False,
-            markup=False,
-        )
-        for w in result.warnings:
-            out.print(f"  [yellow]warning:[/] {esc(w)}", highlight=False)
+        head = f"{headline(result)} ({len(result.repeats)} log(s)) ->"
+        print_whole(out, esc(head), path, highlight=False)
         failed |= result.status.value != "ok"
+    warned = [(describe(r.spec), w) for r, _ in imported for w in r.warnings]
+    print_warnings(out, warned, of=len(imported))
     if json_out:  # the files as stored, byte for byte; several as one JSON list
         stored = [path.read_text().rstrip("\n") for _, path in imported]
         one = len(stored) == 1
@@ -161,14 +163,14 @@ def report(
         paths, table = write_fambench_report(results_dir, reports_dir)
         write_text(table)
         for path in paths:
-            console.print(f"wrote {path}", markup=False)
+            print_whole(console, "wrote", path)
         return
     from dlperf.identity import describe
     from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
 
     results = store.results()
     for p in write_reports(results_dir, reports_dir, results):
-        console.print(f"wrote {p}", markup=False)
+        print_whole(console, "wrote", p)
     for result, efficiency in suspect_scaling(results):
         console.print(
             f"[yellow]suspect:[/] {esc(describe(result.spec))} scales at {efficiency:.1%} of "
@@ -187,7 +189,7 @@ def publish(
     from dlperf.report.site import describe_site, write_site
 
     site = write_site(results_dir, out)
-    console.print(f"wrote {describe_site(site)}", markup=False)
+    print_plain(console, f"wrote {describe_site(site)}")
 
 
 def export(
@@ -229,7 +231,7 @@ def export(
         write_data(data) if format_ == "csv" else write_json(data)  # text: json, superbench
     else:
         atomic_write(out, data)
-        err.print(f"wrote {what} to {out}", markup=False)
+        print_whole(err, f"wrote {what} to", out)
 
 
 def score(
@@ -254,7 +256,7 @@ def score(
     if freeze is not None:
         tree = scoring.load_hierarchy(hierarchy) if hierarchy is not None else None
         n, unknown, on = scoring.freeze(results_dir, freeze, tree, machine)
-        out.print(f"froze {n} configuration(s) of {on.label} into {freeze}", markup=False)
+        print_whole(out, f"froze {n} configuration(s) of {esc(on.label)} into", freeze)
         for model in unknown:
             out.print(
                 f"[yellow]warning:[/] the catalog does not place {model}: it goes under "
@@ -353,19 +355,19 @@ def history(
     if not points:
         raise DlperfError(f"no results in {results_dir} match these filters")
     out = err if json_out else console  # with --json, stdout is the JSON alone
-    for table in history_tables(points):
-        out.print(table)
+    for shown in history_tables(points):
+        out.print(shown, highlight=False)
     series = len({p.series for p in points})
     machines = len({p.machine_id for p in points})
     flagged = [p for p in points if p.verdict in ("regression", "improvement")]
-    out.print(
+    print_plain(
+        out,
         f"{len(points)} point(s) of {series} series on {machines} machine(s); "
         f"{len(flagged)} significant "
         f"change(s) beyond {threshold:.0%} (compare's test); index {refresh.location}: "
         f"{refresh.files} file(s), {refresh.added} added, {refresh.changed} re-read, "
         f"{refresh.removed} removed",
         highlight=False,
-        markup=False,
     )
     if json_out:
         print_json(
