@@ -14,7 +14,9 @@ from dlperf.cli.render import console, envs_table, print_frameworks, print_whole
 
 
 def list_cmd() -> None:
-    """Frameworks x models x implementations, and whether each environment is ready."""
+    """What can run, and whether each environment is ready.
+
+    Frameworks x models x implementations (official manifests named as --source takes them)."""
     from dlperf.adapters import adapter_names, get_adapter
     from dlperf.envs import env_status
     from dlperf.models import MODELS
@@ -40,7 +42,7 @@ def list_cmd() -> None:
 
 
 def env_create(framework: str, device: o.EnvDevice = "cpu", rebuild: o.Rebuild = False) -> None:
-    """Create (or verify and reuse) FRAMEWORK's isolated environment."""
+    """Create (or verify and reuse) FRAMEWORK's environment."""
     from dlperf.adapters import get_adapter
     from dlperf.envs import ensure_env
 
@@ -67,7 +69,9 @@ def env_list() -> None:
 
 
 def env_remove(name: str, yes: o.Yes = False) -> None:
-    """Remove environments named NAME or starting with NAME- (e.g. `pytorch`); asks first."""
+    """Remove environments (asks first).
+
+    Those named NAME or starting with NAME- (e.g. `pytorch`)."""
     from dlperf.envs import list_envs, remove_envs
 
     matched = [r.name for r in list_envs() if r.name == name or r.name.startswith(f"{name}-")]

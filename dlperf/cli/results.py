@@ -57,8 +57,10 @@ def parse(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.ParseJson = False,
 ) -> None:
-    """Import logs made elsewhere as results: DLPerf-style logs and dlperf events files (one
-    result per configuration, a repeat per log), MLPerf LoadGen log folders, FAMBench logs."""
+    """Import DLPerf, MLPerf and FAMBench logs as results.
+
+    DLPerf-style logs and dlperf events files (one result per configuration, a repeat per
+    log), MLPerf LoadGen log folders, FAMBench logs."""
     from dlperf.adapters import adapter_names
 
     if what not in SUITES and what not in adapter_names():
@@ -152,7 +154,9 @@ def report(
     reports_dir: o.ReportsDir = Path("reports"),
     style: o.ReportStyle = "dlperf",
 ) -> None:
-    """Regenerate reports/<model>.md (and charts) from the results directory."""
+    """Write the Markdown reports and their charts.
+
+    reports/MODEL.md and its PNG charts for each model, from the results folder."""
     from dlperf.report import write_fambench_report, write_reports
     from dlperf.store import ResultStore
 
@@ -183,9 +187,11 @@ def publish(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     out: o.SiteDir = Path("site"),
 ) -> None:
-    """Write a static HTML site of the results (works offline, from disk): an index of models
-    and configurations, a page per model with interactive charts (frameworks side by side,
-    scaling, latency percentiles, history, energy), the report's tables and every raw result."""
+    """Write a static HTML site of the results (works offline).
+
+    An index of models and configurations, a page per model with interactive charts
+    (frameworks side by side, scaling, latency percentiles, history, energy), the report's
+    tables and every raw result; it opens from disk."""
     from dlperf.report.site import describe_site, write_site
 
     site = write_site(results_dir, out)
@@ -197,9 +203,10 @@ def export(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     out: o.OutFile = None,
 ) -> None:
-    """Results for other tools: SuperBench's results-summary.jsonl (one line per node, its
-    names and statistics), or a table (CSV, Parquet) of the newest result of each
-    configuration."""
+    """Results for other tools: SuperBench, CSV, Parquet, JSON.
+
+    SuperBench's results-summary.jsonl (one line per node, its names and statistics), or a
+    table (CSV, Parquet, JSON) of the newest result of each configuration."""
     from dlperf.store import ResultStore, newest
 
     if format_ == "parquet" and out is None:
@@ -244,8 +251,10 @@ def score(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.ScoreJson = False,
 ) -> None:
-    """TorchBench V0's score: the weighted geometric mean of speedups over a frozen reference,
-    weights split evenly by domain, task, model, then configuration; 1000 = the reference."""
+    """TorchBench V0's score against a frozen reference (= 1000).
+
+    The weighted geometric mean of speedups over a frozen reference, weights split evenly by
+    domain, task, model, then configuration; 1000 = the reference."""
     from dlperf import score as scoring
 
     if (freeze is None) == (reference is None):
@@ -294,9 +303,11 @@ def compare(
     out: o.MarkdownOut = None,
     json_out: o.CompareJson = False,
 ) -> None:
-    """Benchmark by benchmark on the same machine, B against A, with every setting and
-    environment difference named. Exit code 2 when B regressed, 3 when nothing was comparable
-    (no benchmark in common, or only on other machines)."""
+    """Compare results B against A, benchmark by benchmark.
+
+    On the same machine, with every setting and environment difference named. Exit code 2
+    when B regressed, 3 when nothing was comparable (no benchmark in common, or only on other
+    machines)."""
     from dlperf.compare import compare as compare_sides
     from dlperf.compare import render_markdown
 
@@ -335,8 +346,11 @@ def history(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.HistoryJson = False,
 ) -> None:
-    """Each benchmark's results over time on each machine: medians, settings, versions and
-    commits, what changed between points, and each change judged by `dlperf compare`'s test."""
+    """Each benchmark's results over time, each change judged.
+
+    One line per result on each machine: its median, repeats, change and verdict (`dlperf
+    compare`'s test); below, the settings, versions and commits, and what changed between
+    points (--json: every field)."""
     from dlperf.history import HistoryFilters
     from dlperf.history import history as history_of
     from dlperf.store import ResultStore

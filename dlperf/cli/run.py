@@ -47,7 +47,9 @@ def run(
     rebuild_env: ro.RebuildEnv = False,
     **spec_options: Any,
 ) -> None:
-    """Run one benchmark: every repeat in its own process, median of the repeats."""
+    """Run one benchmark: median of its repeats.
+
+    Every repeat runs in its own process; the result is the median of the repeats."""
     from dlperf.launch import JobLaunch
     from dlperf.runner import RunCallbacks, run_benchmark
     from dlperf.spec import OfficialOptions
@@ -177,7 +179,9 @@ def sweep(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     resume: o.Resume = True,
 ) -> None:
-    """Run a matrix of benchmarks, repeats interleaved across configs, resumable."""
+    """Run a matrix of benchmarks (resumable).
+
+    Repeats are interleaved across configurations; a stopped sweep resumes where it stopped."""
     from dlperf.identity import describe
     from dlperf.sweep import SweepCallbacks, load_plan, run_sweep
 

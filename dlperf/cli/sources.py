@@ -11,8 +11,10 @@ from dlperf.cli.render import console, print_sources, print_whole
 
 
 def sources_list(profile: o.Profile = None) -> None:
-    """Every manifest (of one profile): its profile, framework, model, upstream commit, log
-    format, environment and checkout state."""
+    """Every manifest, its pin and its checkout's state.
+
+    By profile: each manifest's name (what --source takes), framework and model, upstream
+    commit, log format, environment and checkout state."""
     from dlperf.official.checkout import source_states
     from dlperf.official.manifest import DEFAULT_PROFILE, manifests_dir, select_manifests
 
@@ -31,7 +33,9 @@ def sources_fetch(
     sources_dir: o.SourcesDir = None,
     refetch: o.Refetch = False,
 ) -> None:
-    """Clone each upstream at its pinned commit and apply its tracked patches."""
+    """Clone each upstream at its pin and apply its patches.
+
+    The pinned commit, then its tracked patches."""
     from dlperf.official.checkout import fetch_source, upstream_patches
     from dlperf.official.manifest import select_manifests
 
@@ -47,7 +51,9 @@ def sources_fetch(
 
 
 def sources_verify(names: o.ManifestNames = None, profile: o.Profile = None) -> None:
-    """Check each fetched checkout: pinned commit, exactly the tracked patches, nothing else."""
+    """Check each fetched checkout against its pin and patches.
+
+    The pinned commit, exactly the tracked patches, nothing else."""
     from dlperf.official.checkout import source_states
     from dlperf.official.manifest import select_manifests
 
