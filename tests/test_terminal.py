@@ -170,6 +170,7 @@ def test_help_shows_words_as_placeholders_within_80_columns(command: list[str]) 
     assert out.exit_code == 0, out.output
     # No Python type (<str>, <list[str]>, <Path>, <bool>, <superbench|csv|...>) anywhere.
     assert not re.search(r"<[A-Za-z][^>\s]*>?", out.output), out.output
+    assert not re.search(r"\b[A-Z]+_ ", out.output), out.output  # a parameter's own name
     fits(out.output, 80)
 
 

@@ -42,8 +42,9 @@ def _no_type(ctx: Any = None) -> None:
 
 def _word(param: Any) -> str:
     desc = param.type_descriptor
-    if desc.is_choice:
-        return param.name.upper()
+    if desc.is_choice:  # its flag's name (--format: FORMAT); the help lists the choices
+        flag = max(param.opts, key=len).lstrip("-")
+        return flag.replace("-", "_").upper()
     if desc.is_path:
         return "PATH"
     kind = get_args(desc.annotation)[0] if desc.is_list else desc.annotation

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
+from rich import box
 from rich.cells import cell_len
 from rich.console import Console, RenderableType
 from rich.markup import escape as esc
@@ -344,10 +345,19 @@ def print_frameworks(out: Console, rows) -> None:
 def score_tables(s) -> tuple[Table, Table]:
     """Each scored configuration (where V0's hierarchy puts it, its speedup and weight), and
     each domain's subscore."""
-    configs = Table("domain / task / model", "configuration", "speedup", "weight")
-    for key, (domain, task, model) in sorted(s.placement.items(), key=lambda kv: kv[1]):
-        configs.add_row(f"{domain} / {task} / {model}", key, f"{s.speedups[key]:.4f}",
-                        f"{s.weights[key]:.4f}")  # fmt: skip
+    # The keys a reference holds, whole (their settings wrap below), under their place.
+    configs = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    whole_column(configs, "configuration", s.placement)
+    places = [" / ".join(placement) for placement in s.placement.values()]
+    configs.columns[0].width = max([configs.columns[0].width or 0, *map(cell_len, places)])
+    configs.add_column("speedup", justify="right")
+    configs.add_column("weight", justify="right")
+    place = None
+    for key, placement in sorted(s.placement.items(), key=lambda kv: kv[1]):
+        if placement != place:
+            place = placement
+            configs.add_row(f"[bold]{esc(' / '.join(placement))}[/]", "", "")
+        configs.add_row(esc(key), f"{s.speedups[key]:.4f}", f"{s.weights[key]:.4f}")
     domains = Table("domain", "subscore", "weight", "tasks")
     for domain, value in s.domains.items():
         tasks = len(s.hierarchy[domain])
