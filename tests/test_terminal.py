@@ -93,6 +93,18 @@ def test_report_export_and_publish_name_their_files_whole(tmp_path: Path) -> Non
     fits(out.stdout, 80, index)
 
 
+@pytest.mark.multiprocess
+def test_score_names_each_configuration_whole(tmp_path: Path) -> None:
+    shutil.copytree(REAL, tmp_path / "results")
+    out = dlperf("score", "--freeze", "ref.json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    out = dlperf("score", "--reference", "ref.json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    ids = {p.name for p in (tmp_path / "results").iterdir() if p.is_dir()}
+    assert ids <= set(out.stdout.split()), out.stdout
+    fits(out.stdout, 80)
+
+
 # ------------------------------------------------------------------------------- history
 
 
