@@ -134,7 +134,8 @@ def test_parse_json_prints_the_stored_results_alone_on_stdout(
     for r, (devices, median, _) in zip(printed, PUBLISHED, strict=True):
         assert r["spec"]["devices_per_node"] == int(devices) and r["origin"] == "parse"
         assert r["metrics"]["throughput"]["median"] == pytest.approx(float(median), rel=0.001)
-    assert out.stderr.count(" -> ") == 4  # the human lines, on stderr
+    # The human lines, on stderr (a stored path too long for the line goes on the next one).
+    assert out.stderr.count(" ->") == 4 and all(str(p) in out.stderr for p in res.rglob("*.json"))
     # One configuration: its file as stored, byte for byte, as `dlperf run --json` prints it.
     one = CliRunner().invoke(app, [*args, str(tree / "1n1g"), "--json"])
     assert one.exit_code == 0, one.output

@@ -344,7 +344,7 @@ def test_sources_verify_and_list_commands(upstream) -> None:
     out = dlperf("sources", "verify")
     assert out.returncode == 0 and f"standin-pace: ok {upstream['commit'][:12]}" in out.stdout
     listed = dlperf("sources", "list").stdout
-    assert "ready" in listed and "current  standin-pace *" in listed
+    assert "profile current\n  standin-pace *  calibration pace  ready" in listed
     assert "standin-pace" not in dlperf("sources", "list", "--profile", "dlperf-2020").stdout
     (path / "stray.py").write_text("")
     out = dlperf("sources", "verify")

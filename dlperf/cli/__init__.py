@@ -15,18 +15,23 @@ from typer.exceptions import TyperException
 
 from dlperf import DlperfError, __version__
 from dlperf.cli import checks, env, results, run, run_options, sources
+from dlperf.cli.options import WordsCommand, WordsGroup
 from dlperf.cli.render import console, err, show_warning
 
 app = typer.Typer(
+    cls=WordsGroup,
     help="Measure deep-learning framework performance fairly and reproducibly.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-env_app = typer.Typer(help="Isolated per-framework environments.", no_args_is_help=True)
+env_app = typer.Typer(
+    cls=WordsGroup, help="Isolated per-framework environments.", no_args_is_help=True
+)
 app.add_typer(env_app, name="env")
 sources_app = typer.Typer(
-    help="Official upstream implementations: pinned checkouts with tracked patches.",
+    cls=WordsGroup,
+    help="Official upstream implementations, pinned and patched.",
     no_args_is_help=True,
 )
 app.add_typer(sources_app, name="sources")
@@ -48,24 +53,24 @@ def _root(
 
 
 # Registration order is the order `dlperf --help` lists them in.
-app.command("list")(env.list_cmd)
-env_app.command("create")(env.env_create)
-env_app.command("list")(env.env_list)
-env_app.command("remove")(env.env_remove)
+app.command("list", cls=WordsCommand)(env.list_cmd)
+env_app.command("create", cls=WordsCommand)(env.env_create)
+env_app.command("list", cls=WordsCommand)(env.env_list)
+env_app.command("remove", cls=WordsCommand)(env.env_remove)
 app.command(cls=run_options.RunCommand)(run.run)
-app.command()(run.sweep)
-app.command("check-models")(checks.check_models_cmd)
-sources_app.command("list")(sources.sources_list)
-sources_app.command("fetch")(sources.sources_fetch)
-sources_app.command("verify")(sources.sources_verify)
-app.command()(results.parse)
-app.command()(results.report)
-app.command()(results.publish)
-app.command()(results.export)
-app.command()(results.score)
-app.command()(results.compare)
-app.command()(results.history)
-app.command()(checks.doctor)
+app.command(cls=WordsCommand)(run.sweep)
+app.command("check-models", cls=WordsCommand)(checks.check_models_cmd)
+sources_app.command("list", cls=WordsCommand)(sources.sources_list)
+sources_app.command("fetch", cls=WordsCommand)(sources.sources_fetch)
+sources_app.command("verify", cls=WordsCommand)(sources.sources_verify)
+app.command(cls=WordsCommand)(results.parse)
+app.command(cls=WordsCommand)(results.report)
+app.command(cls=WordsCommand)(results.publish)
+app.command(cls=WordsCommand)(results.export)
+app.command(cls=WordsCommand)(results.score)
+app.command(cls=WordsCommand)(results.compare)
+app.command(cls=WordsCommand)(results.history)
+app.command(cls=WordsCommand)(checks.doctor)
 
 
 def main() -> None:

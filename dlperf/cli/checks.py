@@ -20,7 +20,9 @@ from dlperf.cli.render import (
 
 
 def check_models_cmd(framework: o.OnlyFrameworks = None, model: o.OnlyModels = None) -> None:
-    """Prove every framework builds the same models: parameter counts and FLOPs per sample."""
+    """Check that every framework builds the same models.
+
+    Parameter counts and FLOPs per sample, framework by framework."""
     from dlperf.checks import check_models
 
     checks = check_models(framework, model, log=lambda m: err.print(f"  {esc(m)}"))
@@ -30,7 +32,9 @@ def check_models_cmd(framework: o.OnlyFrameworks = None, model: o.OnlyModels = N
 
 
 def doctor(json_out: o.DoctorJson = False, measure_peak: o.MeasurePeak = False) -> None:
-    """What on this machine threatens a stable number (TorchBench V0's controls)."""
+    """What on this machine threatens a stable number.
+
+    TorchBench V0's controls (CPU governor, load, ...) and the measured CPU peak."""
     from dlperf.doctor import checks_as_dicts, run_checks
     from dlperf.system import cpu_peak, machine_info
 

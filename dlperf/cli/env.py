@@ -7,15 +7,16 @@ import sys
 
 import typer
 from rich.markup import escape as esc
-from rich.table import Table
 
 import dlperf.cli.options as o
 from dlperf import DlperfError
-from dlperf.cli.render import console, envs_table
+from dlperf.cli.render import console, envs_table, print_frameworks, print_whole
 
 
 def list_cmd() -> None:
-    """Frameworks x models x implementations, and whether each environment is ready."""
+    """What can run, and whether each environment is ready.
+
+    Frameworks x models x implementations (official manifests named as --source takes them)."""
     from dlperf.adapters import adapter_names, get_adapter
     from dlperf.envs import env_status
     from dlperf.models import MODELS
@@ -24,7 +25,7 @@ def list_cmd() -> None:
     official: dict[tuple[str, str], list[str]] = {}
     for m in load_manifests().values():
         official.setdefault((m.framework, m.model), []).append(m.name + ("*" if m.default else ""))
-    table = Table("framework", "model", "implementations", "env (cpu)", "description")
+    rows = []
     for name in adapter_names():
         adapter = get_adapter(name)
         spec = adapter.env_spec("cpu")
@@ -33,15 +34,15 @@ def list_cmd() -> None:
             impls = list(adapter.impls)
             if (name, model) in official:
                 impls.append(f"official: {', '.join(sorted(official[name, model]))}")
-            table.add_row(name, model, "; ".join(impls), state, MODELS[model].description)
+            rows.append((name, state, model, "; ".join(impls), MODELS[model].description))
         for model in adapter.micro_models:
-            table.add_row(name, model, "micro", state, MODELS[model].description)
-    console.print(table)
+            rows.append((name, state, model, "micro", MODELS[model].description))
+    print_frameworks(console, rows)
     console.print("official: upstream scripts (`dlperf sources list`); * = the default one")
 
 
 def env_create(framework: str, device: o.EnvDevice = "cpu", rebuild: o.Rebuild = False) -> None:
-    """Create (or verify and reuse) FRAMEWORK's isolated environment."""
+    """Create (or verify and reuse) FRAMEWORK's environment."""
     from dlperf.adapters import get_adapter
     from dlperf.envs import ensure_env
 
@@ -51,7 +52,8 @@ def env_create(framework: str, device: o.EnvDevice = "cpu", rebuild: o.Rebuild =
         return
     with console.status(f"preparing {spec.name} (first build can take minutes)"):
         env = ensure_env(spec, rebuild=rebuild, log=lambda m: console.print(f"  {esc(m)}"))
-    console.print(f"[green]ready[/] {esc(str(env.path))} ({framework} {env.framework_version})")
+    version = f" ({framework} {esc(env.framework_version)})"
+    print_whole(console, "[green]ready[/]", env.path, version)
 
 
 def env_list() -> None:
@@ -60,13 +62,16 @@ def env_list() -> None:
 
     records = list_envs()
     if not records:
-        console.print(f"no environments in {esc(str(envs_root()))}", markup=False)
+        print_whole(console, "no environments in", envs_root())
         return
     console.print(envs_table(records))
+    print_whole(console, "each is the folder of its name in", envs_root())
 
 
 def env_remove(name: str, yes: o.Yes = False) -> None:
-    """Remove environments named NAME or starting with NAME- (e.g. `pytorch`); asks first."""
+    """Remove environments (asks first).
+
+    Those named NAME or starting with NAME- (e.g. `pytorch`)."""
     from dlperf.envs import list_envs, remove_envs
 
     matched = [r.name for r in list_envs() if r.name == name or r.name.startswith(f"{name}-")]
@@ -80,4 +85,4 @@ def env_remove(name: str, yes: o.Yes = False) -> None:
             console.print("nothing removed")
             return
     for path in remove_envs(name):
-        console.print(f"removed {path}", markup=False)
+        print_whole(console, "removed", path)

@@ -3,13 +3,18 @@ for repeats (run and sweep), tables, and the lines that summarise a result or a 
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from rich.console import Console
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, RenderableType
 from rich.markup import escape as esc
+from rich.padding import Padding
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.segment import Segment
 from rich.table import Table
@@ -41,8 +46,53 @@ def _printable_segment(segment: Segment) -> Segment:
     return Segment(printable(segment.text, keep_lines=True), segment.style)
 
 
-console = PrintableConsole(width=None if sys.stdout.isatty() else 120)
-err = PrintableConsole(stderr=True, width=None if sys.stderr.isatty() else 120)
+def _width(stream: TextIO) -> int | None:
+    """The terminal's width; $COLUMNS where it is set (rich reads it); else 120 columns in a
+    pipe or a file, where lines are not shown in a window."""
+    return None if stream.isatty() or os.environ.get("COLUMNS", "").isdigit() else 120
+
+
+console = PrintableConsole(width=_width(sys.stdout))
+err = PrintableConsole(stderr=True, width=_width(sys.stderr))
+
+
+def print_whole(out: Console, before: str, name: object, after: str = "", **kwargs) -> None:
+    """A line that names a path or an id (`before` and `after` are rich markup, `name` is
+    shown as it is): `name` whole, never broken or cut. Rich moves a word that does not fit to
+    the next line; one wider than the console it would fold mid-name, so that one goes on a
+    line of its own, unwrapped (a window narrower than it folds it on screen, a copy gives it
+    whole)."""
+    text = esc(str(name))
+    if cell_len(str(name)) + 1 < out.width:
+        out.print(f"{before}{' ' if before else ''}{text}{after}", **kwargs)
+        return
+    if before:
+        out.print(before, **kwargs)
+    out.print(text, soft_wrap=True, **kwargs)
+    if after:
+        out.print(after.lstrip(), **kwargs)
+
+
+def indented(markup: str, indent: int = 2) -> Padding:
+    """Rich markup wrapped between words with every line `indent` columns in (the way a note
+    under a heading reads)."""
+    return Padding(Text.from_markup(markup), (0, 0, 0, indent), expand=False)
+
+
+def print_plain(out: Console, text: str, **kwargs) -> None:
+    """Plain text (no markup) whose words are paths or ids made elsewhere: wrapped between
+    words, and a word wider than the console on a line of its own, never broken."""
+    line: list[str] = []
+    for word in text.split(" "):
+        if cell_len(word) + 1 < out.width:
+            line.append(word)
+            continue
+        if line:
+            out.print(esc(" ".join(line)), **kwargs)
+            line = []
+        out.print(esc(word), soft_wrap=True, **kwargs)
+    if line:
+        out.print(esc(" ".join(line)), **kwargs)
 
 
 def write_text(text: str, stream: TextIO | None = None) -> None:
@@ -111,7 +161,51 @@ def print_summary(out: Console, result, path: Path) -> None:
         out.print(f"MFU {m.mfu:.2%} of {m.peak_flops / 1e12:.3g} TFLOP/s ({esc(m.peak_source)})")
     for w in result.warnings:
         out.print(f"[yellow]warning:[/] {esc(w)}")
-    out.print(f"status [bold]{result.status.value}[/]; stored {esc(str(path))}")
+    print_whole(out, f"status [bold]{result.status.value}[/]; stored", path)
+
+
+# A number, or a list of them ("repeat(s) 1, 2, 3"): what differs between two warnings of a kind.
+_NUMBERS = re.compile(r"(\d+(?:\.\d+)?(?:, \d+(?:\.\d+)?)*)")
+
+
+def grouped_warnings(items: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(what it applies to, warning) pairs as one warning per kind, with the names it applies
+    to, in the order kinds first appear. Warnings of a kind differ only in their numbers (81%
+    and 83% busy; repeats 1, 2 and 2, 3): one number differing becomes its range ("81–83%"),
+    lists of them their union."""
+    kinds: dict[str, tuple[list[list[str]], list[str]]] = {}
+    for name, text in items:
+        parts = _NUMBERS.split(text)
+        texts, names = kinds.setdefault(_NUMBERS.sub("#", text), ([], []))
+        texts.append(parts)
+        if name not in names:
+            names.append(name)
+    return [(_merged(texts), names) for texts, names in kinds.values()]
+
+
+def _merged(texts: list[list[str]]) -> str:
+    merged = []
+    for i, values in enumerate(zip(*texts, strict=True)):
+        unique = list(dict.fromkeys(values))
+        if i % 2 == 0 or len(unique) == 1:  # words (the same in every one), or one number
+            merged.append(unique[0])
+        elif all(", " not in v for v in unique):
+            merged.append(f"{min(unique, key=float)}–{max(unique, key=float)}")
+        else:
+            numbers = {n for v in unique for n in v.split(", ")}
+            merged.append(", ".join(sorted(numbers, key=float)))
+    return "".join(merged)
+
+
+def print_warnings(out: Console, items: Iterable[tuple[str, str]], of: int) -> None:
+    """Warnings of several configurations (`of` of them in all), each kind said once with the
+    configurations it applies to (their names whole, as --source and compare take them)."""
+    for text, names in grouped_warnings(items):
+        out.print(f"[yellow]warning:[/] {esc(text)}", highlight=False)
+        if len(names) == of and of > 1:
+            out.print(indented(f"for all {of} configurations"), highlight=False)
+        else:
+            out.print(indented(f"for {esc('; '.join(names))}"), highlight=False)
 
 
 def print_scaling(out: Console, result, base, efficiency: float, suspect: float) -> None:
@@ -155,25 +249,43 @@ def headline(result) -> str:
     return f"{name}: no usable repeat"
 
 
+def whole_column(table: Table, header: str, names: Iterable[str], **kwargs) -> None:
+    """A table column of ids or paths as wide as the longest name's longest word, so rich
+    never cuts one with "…" nor breaks it mid-name: the other columns wrap instead (a name's
+    words after its first, like a configuration's settings, wrap below it)."""
+    words = [w for name in names for w in str(name).split()]
+    # A fixed width: rich narrows the other columns to fit, never this one.
+    width = max(map(cell_len, [*words, header]), default=0)
+    table.add_column(header, width=width, **kwargs)
+
+
 def results_table(results) -> Table:
-    """A sweep's closing table: each configuration, its status and its number."""
+    """A sweep's closing table: each configuration (its benchmark id whole, what its hash
+    stands for below it), its status and its number."""
     from dlperf.identity import describe, identity_of
 
-    table = Table("configuration", "status", "result")
-    for r in sorted(results, key=lambda r: identity_of(r).key):
+    results = sorted(results, key=lambda r: identity_of(r).key)
+    names = [describe(r.spec) for r in results]
+    table = Table(show_lines=True)
+    whole_column(table, "configuration", names)
+    table.add_column("status")
+    table.add_column("result")
+    for r, name in zip(results, names, strict=True):
         colour = "green" if r.status.value == "ok" else "red"
-        table.add_row(esc(describe(r.spec)), f"[{colour}]{r.status.value}[/]",
+        table.add_row(esc(name), f"[{colour}]{r.status.value}[/]",
                       esc(headline(r).split(": ", 1)[-1]))  # fmt: skip
     return table
 
 
 def envs_table(records) -> Table:
-    table = Table("name", "state", "framework version", "python", "size", "path")
+    """The environments, by name (the folder's name under the envs root, said below it)."""
+    table = Table()
+    whole_column(table, "name", [r.name for r in records], no_wrap=True)
+    for header in ("state", "framework version", "python", "size"):
+        table.add_column(header)
     for r in records:
         size = f"{r.size_bytes / 2**30:.2f} GiB" if r.size_bytes else "—"
-        table.add_row(
-            r.name, r.state, r.framework_version or "—", r.python or "—", size, esc(str(r.path))
-        )
+        table.add_row(esc(r.name), r.state, esc(r.framework_version or "—"), r.python or "—", size)
     return table
 
 
@@ -189,37 +301,63 @@ def model_checks_table(checks) -> Table:
     return table
 
 
-def sources_table(states) -> Table:
-    table = Table(
-        "profile", "manifest", "framework model", "pin", "log format", "env", "checkout",
-        box=None,
-    )  # fmt: skip
-    for st in sorted(states, key=lambda st: (st.manifest.profile, st.manifest.name)):
+def print_sources(out: Console, states) -> None:
+    """Every manifest, by profile: its name whole (what --source takes), what it runs and its
+    checkout's state on one line, its pin, log format and environment on the next."""
+    states = sorted(states, key=lambda st: (st.manifest.profile, st.manifest.name))
+    names = {st.manifest.name: st.manifest.name + (" *" if st.manifest.default else "")
+             for st in states}  # fmt: skip
+    name_width = max(map(cell_len, names.values()), default=0)
+    runs_width = max((len(f"{st.manifest.framework} {st.manifest.model}") for st in states),
+                     default=0)  # fmt: skip
+    profile = None
+    for st in states:
         m = st.manifest
+        if m.profile != profile:
+            profile = m.profile
+            out.print(f"[bold]profile {esc(profile)}[/]", highlight=False)
         env = m.environment
-        if env.kind == "container":
-            where = f"{env.runtime} {env.image.rsplit('/', 1)[-1]}"
-        else:
-            where = f"pip py{env.python}"
-        table.add_row(
-            m.profile,
-            m.name + (" *" if m.default else ""),
-            f"{m.framework} {m.model}",
-            m.upstream.short,
-            m.log_format,
-            where,
-            st.state,
-        )
-    return table
+        where = (f"{env.runtime} {env.image}" if env.kind == "container"
+                 else f"pip py{env.python}")  # fmt: skip
+        runs = f"{m.framework} {m.model}"
+        out.print(f"  {esc(names[m.name]):<{name_width}}  {esc(runs):<{runs_width}}  "
+                  f"{esc(st.state)}", highlight=False)  # fmt: skip
+        detail = f"[dim]pin {esc(m.upstream.short)} · log {esc(m.log_format)} · env {esc(where)}[/]"
+        out.print(indented(detail, 6), highlight=False)
+
+
+def print_frameworks(out: Console, rows) -> None:
+    """`dlperf list`: per framework (and its env's state) each model, its implementations
+    (official manifests named whole) and what it is, wrapped between words."""
+    from itertools import groupby
+
+    for (framework, state), group in groupby(rows, key=lambda r: (r[0], r[1])):
+        out.print(f"[bold]{esc(framework)}[/] (env cpu: {esc(state)})", highlight=False)
+        table = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
+        group = list(group)
+        table.add_column(min_width=max(len(r[2]) for r in group) + 2, no_wrap=True)
+        table.add_column()
+        for _, _, model, impls, description in group:
+            table.add_row(f"  {esc(model)}", f"{esc(impls)}\n[dim]{esc(description)}[/]")
+        out.print(table, highlight=False)
 
 
 def score_tables(s) -> tuple[Table, Table]:
     """Each scored configuration (where V0's hierarchy puts it, its speedup and weight), and
     each domain's subscore."""
-    configs = Table("domain / task / model", "configuration", "speedup", "weight")
-    for key, (domain, task, model) in sorted(s.placement.items(), key=lambda kv: kv[1]):
-        configs.add_row(f"{domain} / {task} / {model}", key, f"{s.speedups[key]:.4f}",
-                        f"{s.weights[key]:.4f}")  # fmt: skip
+    # The keys a reference holds, whole (their settings wrap below), under their place.
+    configs = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    whole_column(configs, "configuration", s.placement)
+    places = [" / ".join(placement) for placement in s.placement.values()]
+    configs.columns[0].width = max([configs.columns[0].width or 0, *map(cell_len, places)])
+    configs.add_column("speedup", justify="right")
+    configs.add_column("weight", justify="right")
+    place = None
+    for key, placement in sorted(s.placement.items(), key=lambda kv: kv[1]):
+        if placement != place:
+            place = placement
+            configs.add_row(f"[bold]{esc(' / '.join(placement))}[/]", "", "")
+        configs.add_row(esc(key), f"{s.speedups[key]:.4f}", f"{s.weights[key]:.4f}")
     domains = Table("domain", "subscore", "weight", "tasks")
     for domain, value in s.domains.items():
         tasks = len(s.hierarchy[domain])
@@ -266,68 +404,72 @@ VERDICT_STYLES = {
 }
 
 
-def history_tables(points) -> list[Table]:
-    """One table per series (a benchmark on a machine): its points over time, their settings,
-    what changed, the verdicts."""
+def history_tables(points) -> list[RenderableType]:
+    """Each series (a benchmark on a machine): a heading, one line per point (its result id,
+    median, repeats, change and verdict), then what the first point ran with and what changed
+    at each later one, as prose below (`--json` has every field)."""
     from itertools import groupby
 
-    from dlperf.identity import commit_label
-
-    tables = []
+    shown: list[RenderableType] = []
     for _series, group in groupby(points, key=lambda p: p.series):
         group = list(group)
-        rows = [_history_row(p, commit_label) for p in group]
-        # Columns no point fills (commits before they were recorded, nothing changed) go.
-        names = ["created", "result", "median", "n", "change", "verdict", "settings",
-                 "versions", "commits", "changed since"]  # fmt: skip
-        keep = [i for i, name in enumerate(names) if i < 6 or any(r[i] != "–" for r in rows)]
-        title = f"{group[0].benchmark_id} on {group[0].machine}"
-        table = Table(title=esc(title), title_justify="left")
-        for i in keep:
-            table.add_column(names[i], justify="right" if names[i] in ("median", "n", "change")
-                             else "left", overflow="fold")  # fmt: skip
-        for row in rows:
-            table.add_row(*(row[i] for i in keep))
-        tables.append(table)
-    return tables
+        unit = next((p.unit for p in group if p.median is not None), None)
+        heading = f"[bold]{esc(group[0].benchmark_id)}[/] on {esc(group[0].machine)}"
+        shown.append(Text.from_markup(heading + (f" (medians in {esc(unit)})" if unit else "")))
+        table = Table(box=None, padding=(0, 1), pad_edge=False)
+        whole_column(table, "result", [p.result_id for p in group], no_wrap=True)
+        for header in ("median", "n", "change"):
+            table.add_column(header, justify="right", no_wrap=True)
+        table.add_column("verdict")
+        for p in group:
+            table.add_row(*_history_row(p))
+        shown.append(Padding(table, (0, 0, 0, 2), expand=False))
+        shown += [indented(line) for line in _history_notes(group)]
+    return shown
 
 
-def _history_row(p, commit_label) -> list[str]:
+def _history_row(p) -> list[str]:
     style = VERDICT_STYLES.get(p.verdict, "")
     verdict = f"[{style}]{esc(p.verdict)}[/]" if style else esc(p.verdict)
     if p.p is not None:
         verdict += f" (p {p.p:.2g})"
-    median = f"{p.median:.4g} {p.unit}" if p.median is not None else p.status
+    return [
+        esc(p.result_id),
+        f"{p.median:.4g}" if p.median is not None else esc(p.status),
+        str(p.n),
+        f"{p.change:+.1%}" if p.change is not None else "–",
+        verdict,
+    ]
+
+
+def _history_notes(group) -> list[str]:
+    """The first point's settings, versions and commits; each later point's changes."""
+    from dlperf.identity import commit_label, settings_label
+
+    first = group[0]
     versions = " · ".join(
         f"{name} {value}"
         for name, value in (
-            ("fw", p.framework_version),
-            ("py", p.python),
-            ("dlperf", p.dlperf_version),
+            ("fw", first.framework_version),
+            ("py", first.python),
+            ("dlperf", first.dlperf_version),
         )  # fmt: skip
         if value
     )
     commits = " · ".join(
         f"{name}@{label}"
         for name, label in (
-            ("dlperf", commit_label(p.dlperf_commit, p.dlperf_dirty)),
-            ("workdir", commit_label(p.workdir_commit, p.workdir_dirty)),
-            ("upstream", commit_label(p.source_commit, None)),
+            ("dlperf", commit_label(first.dlperf_commit, first.dlperf_dirty)),
+            ("workdir", commit_label(first.workdir_commit, first.workdir_dirty)),
+            ("upstream", commit_label(first.source_commit, None)),
         )
         if label
     )
-    from dlperf.identity import settings_label
-
-    settings = p.settings_map
-    return [
-        esc(p.created.replace("T", " ")[:16]),
-        esc(p.result_id),
-        esc(median),
-        str(p.n),
-        f"{p.change:+.1%}" if p.change is not None else "–",
-        verdict,
-        esc(settings_label(settings)) if settings else "–",
-        esc(versions) or "–",
-        esc(commits) or "–",
-        esc("; ".join(p.changes)) or "–",
-    ]
+    settings = first.settings_map
+    parts = [f"settings {settings_label(settings)}" if settings else "", versions, commits]
+    lines = [f"[dim]{esc(first.result_id)} ran with[/] {esc('; '.join(x for x in parts if x))}"]
+    for p in group[1:]:
+        if p.changes:
+            lines.append(f"[dim]{esc(p.result_id)} changed since the point before:[/] "
+                         f"{esc('; '.join(p.changes))}")  # fmt: skip
+    return lines

@@ -18,6 +18,9 @@ from dlperf.cli.render import (
     headline,
     history_tables,
     print_json,
+    print_plain,
+    print_warnings,
+    print_whole,
     score_tables,
     write_data,
     write_json,
@@ -54,8 +57,10 @@ def parse(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.ParseJson = False,
 ) -> None:
-    """Import logs made elsewhere as results: DLPerf-style logs and dlperf events files (one
-    result per configuration, a repeat per log), MLPerf LoadGen log folders, FAMBench logs."""
+    """Import DLPerf, MLPerf and FAMBench logs as results.
+
+    DLPerf-style logs and dlperf events files (one result per configuration, a repeat per
+    log), MLPerf LoadGen log folders, FAMBench logs."""
     from dlperf.adapters import adapter_names
 
     if what not in SUITES and what not in adapter_names():
@@ -128,15 +133,14 @@ def parse(
         )
     out = err if json_out else console  # with --json, stdout is the JSON alone
     failed = False
+    from dlperf.identity import describe
+
     for result, path in imported:
-        out.print(
-            f"{headline(result)} ({len(result.repeats)} log(s)) -> {path}",
-            highlight=False,
-            markup=False,
-        )
-        for w in result.warnings:
-            out.print(f"  [yellow]warning:[/] {esc(w)}", highlight=False)
+        head = f"{headline(result)} ({len(result.repeats)} log(s)) ->"
+        print_whole(out, esc(head), path, highlight=False)
         failed |= result.status.value != "ok"
+    warned = [(describe(r.spec), w) for r, _ in imported for w in r.warnings]
+    print_warnings(out, warned, of=len(imported))
     if json_out:  # the files as stored, byte for byte; several as one JSON list
         stored = [path.read_text().rstrip("\n") for _, path in imported]
         one = len(stored) == 1
@@ -150,7 +154,9 @@ def report(
     reports_dir: o.ReportsDir = Path("reports"),
     style: o.ReportStyle = "dlperf",
 ) -> None:
-    """Regenerate reports/<model>.md (and charts) from the results directory."""
+    """Write the Markdown reports and their charts.
+
+    reports/MODEL.md and its PNG charts for each model, from the results folder."""
     from dlperf.report import write_fambench_report, write_reports
     from dlperf.store import ResultStore
 
@@ -161,14 +167,14 @@ def report(
         paths, table = write_fambench_report(results_dir, reports_dir)
         write_text(table)
         for path in paths:
-            console.print(f"wrote {path}", markup=False)
+            print_whole(console, "wrote", path)
         return
     from dlperf.identity import describe
     from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
 
     results = store.results()
     for p in write_reports(results_dir, reports_dir, results):
-        console.print(f"wrote {p}", markup=False)
+        print_whole(console, "wrote", p)
     for result, efficiency in suspect_scaling(results):
         console.print(
             f"[yellow]suspect:[/] {esc(describe(result.spec))} scales at {efficiency:.1%} of "
@@ -181,13 +187,15 @@ def publish(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     out: o.SiteDir = Path("site"),
 ) -> None:
-    """Write a static HTML site of the results (works offline, from disk): an index of models
-    and configurations, a page per model with interactive charts (frameworks side by side,
-    scaling, latency percentiles, history, energy), the report's tables and every raw result."""
+    """Write a static HTML site of the results (works offline).
+
+    An index of models and configurations, a page per model with interactive charts
+    (frameworks side by side, scaling, latency percentiles, history, energy), the report's
+    tables and every raw result; it opens from disk."""
     from dlperf.report.site import describe_site, write_site
 
     site = write_site(results_dir, out)
-    console.print(f"wrote {describe_site(site)}", markup=False)
+    print_plain(console, f"wrote {describe_site(site)}")
 
 
 def export(
@@ -195,9 +203,10 @@ def export(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     out: o.OutFile = None,
 ) -> None:
-    """Results for other tools: SuperBench's results-summary.jsonl (one line per node, its
-    names and statistics), or a table (CSV, Parquet) of the newest result of each
-    configuration."""
+    """Results for other tools: SuperBench, CSV, Parquet, JSON.
+
+    SuperBench's results-summary.jsonl (one line per node, its names and statistics), or a
+    table (CSV, Parquet, JSON) of the newest result of each configuration."""
     from dlperf.store import ResultStore, newest
 
     if format_ == "parquet" and out is None:
@@ -229,7 +238,7 @@ def export(
         write_data(data) if format_ == "csv" else write_json(data)  # text: json, superbench
     else:
         atomic_write(out, data)
-        err.print(f"wrote {what} to {out}", markup=False)
+        print_whole(err, f"wrote {what} to", out)
 
 
 def score(
@@ -242,8 +251,10 @@ def score(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.ScoreJson = False,
 ) -> None:
-    """TorchBench V0's score: the weighted geometric mean of speedups over a frozen reference,
-    weights split evenly by domain, task, model, then configuration; 1000 = the reference."""
+    """TorchBench V0's score against a frozen reference (= 1000).
+
+    The weighted geometric mean of speedups over a frozen reference, weights split evenly by
+    domain, task, model, then configuration; 1000 = the reference."""
     from dlperf import score as scoring
 
     if (freeze is None) == (reference is None):
@@ -254,7 +265,7 @@ def score(
     if freeze is not None:
         tree = scoring.load_hierarchy(hierarchy) if hierarchy is not None else None
         n, unknown, on = scoring.freeze(results_dir, freeze, tree, machine)
-        out.print(f"froze {n} configuration(s) of {on.label} into {freeze}", markup=False)
+        print_whole(out, f"froze {n} configuration(s) of {esc(on.label)} into", freeze)
         for model in unknown:
             out.print(
                 f"[yellow]warning:[/] the catalog does not place {model}: it goes under "
@@ -292,9 +303,11 @@ def compare(
     out: o.MarkdownOut = None,
     json_out: o.CompareJson = False,
 ) -> None:
-    """Benchmark by benchmark on the same machine, B against A, with every setting and
-    environment difference named. Exit code 2 when B regressed, 3 when nothing was comparable
-    (no benchmark in common, or only on other machines)."""
+    """Compare results B against A, benchmark by benchmark.
+
+    On the same machine, with every setting and environment difference named. Exit code 2
+    when B regressed, 3 when nothing was comparable (no benchmark in common, or only on other
+    machines)."""
     from dlperf.compare import compare as compare_sides
     from dlperf.compare import render_markdown
 
@@ -333,8 +346,11 @@ def history(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.HistoryJson = False,
 ) -> None:
-    """Each benchmark's results over time on each machine: medians, settings, versions and
-    commits, what changed between points, and each change judged by `dlperf compare`'s test."""
+    """Each benchmark's results over time, each change judged.
+
+    One line per result on each machine: its median, repeats, change and verdict (`dlperf
+    compare`'s test); below, the settings, versions and commits, and what changed between
+    points (--json: every field)."""
     from dlperf.history import HistoryFilters
     from dlperf.history import history as history_of
     from dlperf.store import ResultStore
@@ -353,19 +369,19 @@ def history(
     if not points:
         raise DlperfError(f"no results in {results_dir} match these filters")
     out = err if json_out else console  # with --json, stdout is the JSON alone
-    for table in history_tables(points):
-        out.print(table)
+    for shown in history_tables(points):
+        out.print(shown, highlight=False)
     series = len({p.series for p in points})
     machines = len({p.machine_id for p in points})
     flagged = [p for p in points if p.verdict in ("regression", "improvement")]
-    out.print(
+    print_plain(
+        out,
         f"{len(points)} point(s) of {series} series on {machines} machine(s); "
         f"{len(flagged)} significant "
         f"change(s) beyond {threshold:.0%} (compare's test); index {refresh.location}: "
         f"{refresh.files} file(s), {refresh.added} added, {refresh.changed} re-read, "
         f"{refresh.removed} removed",
         highlight=False,
-        markup=False,
     )
     if json_out:
         print_json(

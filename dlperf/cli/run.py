@@ -17,6 +17,8 @@ from dlperf.cli.render import (
     print_nodes,
     print_scaling,
     print_summary,
+    print_warnings,
+    print_whole,
     repeat_progress,
     repeat_value,
     results_table,
@@ -45,7 +47,9 @@ def run(
     rebuild_env: ro.RebuildEnv = False,
     **spec_options: Any,
 ) -> None:
-    """Run one benchmark: every repeat in its own process, median of the repeats."""
+    """Run one benchmark: median of its repeats.
+
+    Every repeat runs in its own process; the result is the median of the repeats."""
     from dlperf.launch import JobLaunch
     from dlperf.runner import RunCallbacks, run_benchmark
     from dlperf.spec import OfficialOptions
@@ -63,7 +67,8 @@ def run(
 
         argv = run_argv(spec, results_dir, official, launch.hosts, python)
         atomic_write(sbatch, sbatch_script(spec, argv, str(Path.cwd())))
-        console.print(f"wrote {sbatch}; submit it with: sbatch {sbatch}", markup=False)
+        print_whole(console, "wrote", sbatch, "; submit it with:")
+        print_whole(console, "  sbatch", sbatch)
         return
     from dlperf.identity import benchmark_id, this_machine
 
@@ -174,7 +179,9 @@ def sweep(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     resume: o.Resume = True,
 ) -> None:
-    """Run a matrix of benchmarks, repeats interleaved across configs, resumable."""
+    """Run a matrix of benchmarks (resumable).
+
+    Repeats are interleaved across configurations; a stopped sweep resumes where it stopped."""
     from dlperf.identity import describe
     from dlperf.sweep import SweepCallbacks, load_plan, run_sweep
 
@@ -206,12 +213,12 @@ def sweep(
             config_done=config_done,
         )
         outcomes, cannot_run = run_sweep(plan, results_dir, callbacks, resume=resume)
-    console.print(f"{len(outcomes)} result(s) stored in {esc(str(results_dir))}")
+    print_whole(console, f"{len(outcomes)} result(s) stored in", results_dir)
     if outcomes:
         console.print(results_table(result for result, _ in outcomes))
-    for result, _ in sorted(outcomes, key=lambda o: describe(o[0].spec)):
-        for warning in result.warnings:
-            console.print(f"[yellow]warning[/] {esc(describe(result.spec))}: {esc(warning)}")
+    ordered = sorted(outcomes, key=lambda o: describe(o[0].spec))
+    warned = [(describe(r.spec), w) for r, _ in ordered for w in r.warnings]
+    print_warnings(console, warned, of=len(outcomes))
     for key in failed:
         console.print(f"[red]failed or partial:[/] {esc(key)}")
     for key, why in cannot_run.items():

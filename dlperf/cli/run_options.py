@@ -12,9 +12,8 @@ from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import typer
 from rich.markup import escape
-from typer.core import TyperCommand
 
-from dlperf.cli.options import ResultsDir, SourcesDir, file_option
+from dlperf.cli.options import ResultsDir, SourcesDir, WordsCommand, file_option
 from dlperf.launch import LAUNCHERS
 from dlperf.spec_options import (
     DISTRIBUTED,
@@ -115,7 +114,7 @@ def set_keys_help() -> str:
     return "\n\n".join(lines)
 
 
-class RunCommand(TyperCommand):
+class RunCommand(WordsCommand):
     """`dlperf run`: its help ends with the workloads' `--set` keys, made only when the help is
     shown (it imports every adapter); `--help` is listed with the output options."""
 

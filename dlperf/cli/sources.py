@@ -7,22 +7,24 @@ import typer
 from rich.markup import escape as esc
 
 import dlperf.cli.options as o
-from dlperf.cli.render import console, sources_table
+from dlperf.cli.render import console, print_sources, print_whole
 
 
 def sources_list(profile: o.Profile = None) -> None:
-    """Every manifest (of one profile): its profile, framework, model, upstream commit, log
-    format, environment and checkout state."""
+    """Every manifest, its pin and its checkout's state.
+
+    By profile: each manifest's name (what --source takes), framework and model, upstream
+    commit, log format, environment and checkout state."""
     from dlperf.official.checkout import source_states
     from dlperf.official.manifest import DEFAULT_PROFILE, manifests_dir, select_manifests
 
     chosen = {m.name: m for m in select_manifests(None, profile)}
-    console.print(sources_table(source_states(chosen)))
+    print_sources(console, source_states(chosen))
     console.print(
         f"* = the default for its framework, model and profile; --profile {DEFAULT_PROFILE} "
         "is the default profile of `dlperf run --impl official`"
     )
-    console.print(f"manifests: {manifests_dir()}", markup=False)
+    print_whole(console, "manifests:", manifests_dir())
 
 
 def sources_fetch(
@@ -31,7 +33,9 @@ def sources_fetch(
     sources_dir: o.SourcesDir = None,
     refetch: o.Refetch = False,
 ) -> None:
-    """Clone each upstream at its pinned commit and apply its tracked patches."""
+    """Clone each upstream at its pin and apply its patches.
+
+    The pinned commit, then its tracked patches."""
     from dlperf.official.checkout import fetch_source, upstream_patches
     from dlperf.official.manifest import select_manifests
 
@@ -42,11 +46,14 @@ def sources_fetch(
         done.add(m.upstream.name)
         path = fetch_source(m.upstream, sources_dir=sources_dir, refetch=refetch)
         patches = upstream_patches(m.upstream)
-        console.print(f"{m.upstream.name} @ {m.upstream.short} + {len(patches)} patch(es): {path}")
+        head = f"{m.upstream.name} @ {m.upstream.short} + {len(patches)} patch(es):"
+        print_whole(console, esc(head), path)
 
 
 def sources_verify(names: o.ManifestNames = None, profile: o.Profile = None) -> None:
-    """Check each fetched checkout: pinned commit, exactly the tracked patches, nothing else."""
+    """Check each fetched checkout against its pin and patches.
+
+    The pinned commit, exactly the tracked patches, nothing else."""
     from dlperf.official.checkout import source_states
     from dlperf.official.manifest import select_manifests
 
@@ -56,7 +63,7 @@ def sources_verify(names: o.ManifestNames = None, profile: o.Profile = None) -> 
         if st.state == "missing":
             console.print(f"{m.name}: [yellow]not fetched[/] (dlperf sources fetch {m.name})")
         elif st.state == "ready":
-            console.print(f"{m.name}: [green]ok[/] {m.upstream.short} {esc(str(st.path))}")
+            print_whole(console, f"{esc(m.name)}: [green]ok[/] {m.upstream.short}", st.path)
         else:
             console.print(f"{m.name}: [red]bad[/] {esc(st.state.removeprefix('broken: '))}",
                           highlight=False)  # fmt: skip
