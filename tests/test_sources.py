@@ -292,8 +292,7 @@ def test_official_run_end_to_end(upstream) -> None:
     assert result.status.value == "ok", result.warnings
     # The window is the marks at steps 10 and 30: 20 steps of 10 samples, over the marks' own
     # time. The stand-in spends at least 10 ms on each step, so it can never beat 1000
-    # samples/s; a busy
-    # machine only makes it slower.
+    # samples/s; a busy machine only makes it slower.
     for r in result.repeats:
         assert (r.window.start_step, r.window.end_step) == (10, 30)
         assert r.window.samples == 200
