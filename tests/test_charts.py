@@ -28,6 +28,7 @@ from dlperf.report.chart import (
 )
 from dlperf.report.figures import (
     BAND,
+    KEY_AXES,
     RINGS,
     history_figure,
     latency_figure,
@@ -181,7 +182,13 @@ def test_peak_memory_is_drawn_beside_the_throughput() -> None:
     assert figure.layout.yaxis.title.text.startswith("samples/s")
     # nothing recorded memory: no panel, no second axis
     bare = throughput_figure([without_memory(r) for r in chosen], "resnet50")
-    assert all(t.yaxis in (None, "y") for t in bare.data) and "yaxis2" not in bare.layout
+    drawn = [t for t in bare.data if t.meta["select"]]  # legend keys carry none
+    assert all(t.yaxis in (None, "y") for t in drawn) and "yaxis2" not in bare.layout
+    # the marks' legend keys sit on hidden axes of their own: on the chart's they would take
+    # a slot in every group, and the bars above would no longer line up with those below
+    keys = [t for t in figure.data if not t.meta["select"] and t.type == "bar"]
+    assert keys and all((t.xaxis, t.yaxis) == KEY_AXES for t in keys)
+    assert not figure.layout.xaxis99.visible and not figure.layout.yaxis99.visible
     # the energy chart never grows a memory panel
     assert throughput_figure(chosen, "resnet50", metric="energy") is None
 

@@ -152,6 +152,7 @@ def _marks_hover(marks: Sequence[str]) -> str:
 # A legend key: a trace of one empty point (Plotly hides a trace of none), standing for no
 # result: its meta.select is [] (no point to select), so the page's selectors leave it alone.
 LEGEND_KEY = {"x": [None], "y": [None], "meta": {"select": []}, "showlegend": True}
+KEY_AXES = ("x99", "y99")  # the bar legend keys' own hidden axes
 
 
 def _mark_legend(
@@ -167,10 +168,17 @@ def _mark_legend(
         name = plot_text(f"{mark_text(kind)} ({how})" if brief else
                          f"{mark_text(kind)} ({how}) — {meaning}")  # fmt: skip
         if bars:
+            # on axes of their own: a bar trace on the chart's axes would take a slot in each
+            # group and push the real bars off the panel below them
             swatch = {"shape": PATTERN[kind], "fgcolor": "#333"}
-            trace = go.Bar(**LEGEND_KEY, name=name,
+            trace = go.Bar(**LEGEND_KEY, name=name, xaxis=KEY_AXES[0], yaxis=KEY_AXES[1],
                            marker={"color": "white", "line": {"color": "#333", "width": 1},
                                    "pattern": swatch})  # fmt: skip
+            hidden = {"visible": False, "fixedrange": True}
+            figure.update_layout(
+                {f"xaxis{KEY_AXES[0][1:]}": {**hidden, "overlaying": "x"},
+                 f"yaxis{KEY_AXES[1][1:]}": {**hidden, "overlaying": "y"}}
+            )  # fmt: skip
         else:
             hollow = {"color": "white", "symbol": "circle", "line": {"color": "#333", "width": 2}}
             trace = go.Scatter(**LEGEND_KEY, name=name, mode="markers", marker=hollow)

@@ -338,14 +338,12 @@ def render_model_page(
     for machine, own in machines:  # a section without a chart (none today): extras at the end
         if machine.id not in placed:
             parts.append(_extra_sections(machine, own, mine, points, model, charts, level))
-    parts.append(
-        "<h2>Raw results</h2>\n"
-        + markdown_html(
-            "Every stored result of this model, newest first (older ones are the history "
-            "above), with the machine it ran on and its settings; each links to its JSON file, "
-            "copied from the results folder.\n\n" + _table_md(RAW_HEADER, raw_rows(mine))
-        )
+    raw = markdown_html(
+        "Every stored result of this model, newest first (older ones are the history above), "
+        "with the machine it ran on and its settings; each links to its JSON file, copied from "
+        "the results folder.\n\n" + _table_md(RAW_HEADER, raw_rows(mine))
     )
+    parts.append(_details(f"Raw results: the {len(mine)} stored, each with its JSON", raw))
     body = "\n".join(parts)
     for s in mine:  # the All results table's ids link to their JSON (as markdown-it escapes)
         rid = _inline_html(text(s.result.id))
