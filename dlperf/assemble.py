@@ -112,6 +112,7 @@ def make_repeat(
         else None,
         step_times_s=list(window.step_times_s) if window else [],
         workload=parsed.start,
+        peak_rss_mib=parsed.peak_rss_mib,
         **{"warnings": list(parsed.notes), **fields},
     )
 

@@ -10,7 +10,8 @@ A workload writes one JSON object per line to the file named by ``DLPERF_EVENTS`
   ``time`` is ``time.monotonic()`` taken after the device is synchronised at the end of step i.
 - ``{"event": "loadgen", "dir": path}`` after an MLPerf LoadGen test (inference with
   ``--loadgen-settings``): LoadGen's logs are in that folder.
-- ``{"event": "end", "time": t}`` when the workload finishes cleanly.
+- ``{"event": "end", "time": t, "peak_rss_mib": m}`` when the workload finishes cleanly;
+  ``peak_rss_mib`` (optional) is the process's resident-memory high-water mark in MiB.
 - ``{"event": "unsupported", "reason": "..."}`` when the asked configuration cannot run on this
   device (e.g. AMP where the framework has no low-precision kernels); the workload then exits
   non-zero without training, and the repeat gets the status ``unsupported``, never a
@@ -59,6 +60,7 @@ class ParsedRun:
     marks: list[Mark] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
     ended: bool = False
+    peak_rss_mib: float | None = None  # the workload process's (a job's: its largest rank's)
     unsupported: str | None = None
     malformed: int = 0
     notes: list[str] = field(default_factory=list)
@@ -107,6 +109,7 @@ def parse_event_lines(lines: Iterable[str]) -> ParsedRun:
                     run.losses.append(float(event["loss"]))
             elif kind == "end":
                 run.ended = True
+                run.peak_rss_mib = _peak_mib(event.get("peak_rss_mib"), run)
             elif kind == "loadgen":
                 pass  # the host reads LoadGen's logs from the folder it gave the workload
             elif kind == "unsupported":
@@ -118,6 +121,21 @@ def parse_event_lines(lines: Iterable[str]) -> ParsedRun:
     if run.malformed:
         run.notes.append(f"{run.malformed} malformed event line(s) ignored")
     return run
+
+
+def _peak_mib(value: Any, run: ParsedRun) -> float | None:
+    """An end event's memory: a positive finite number of MiB, else None with a note (the end
+    itself still counts)."""
+    if value is None:
+        return None
+    try:
+        mib = _finite(value)
+    except (TypeError, ValueError):
+        mib = -1.0
+    if mib > 0:
+        return mib
+    run.notes.append(f"the end event's peak_rss_mib {str(value)[:40]!r} is not a size: ignored")
+    return None
 
 
 def _finite(value: Any) -> float:
@@ -141,6 +159,7 @@ def merge_ranks(runs: list[ParsedRun]) -> ParsedRun:
         rank_marks=[list(r.marks) for r in runs],
         losses=list(runs[0].losses) if runs else [],
         ended=all(r.ended for r in runs),
+        peak_rss_mib=max((r.peak_rss_mib for r in runs if r.peak_rss_mib), default=None),
         unsupported=next((r.unsupported for r in runs if r.unsupported), None),
         malformed=sum(r.malformed for r in runs),
         notes=[note for r in runs for note in r.notes],

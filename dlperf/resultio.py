@@ -48,6 +48,8 @@ def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:
         data = {**data, "schema_version": 6}
     if data["schema_version"] == 6:  # 7 only added optional fields (the machine's GPUs)
         data = {**data, "schema_version": 7}
+    if data["schema_version"] == 7:  # 8 only added an optional field (repeat.peak_rss_mib)
+        data = {**data, "schema_version": 8}
     return data
 
 

@@ -36,7 +36,9 @@ from dlperf import DlperfError
 #    `dlperf.identity.Machine`); results are stored under a benchmark id instead of the old
 #    configuration key (folders already on disk are read as they are); all optional: a
 #    version-6 file upgrades unchanged
-SCHEMA_VERSION = 7
+# 8: repeat.peak_rss_mib, the workload process's resident-memory high-water mark (a job's:
+#    its largest rank's), from its end event; optional: a version-7 file upgrades unchanged
+SCHEMA_VERSION = 8
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
@@ -334,6 +336,9 @@ class Repeat(_Frozen):
     env_digest: str | None = None
     machine_load: MachineLoad | None = None
     telemetry: Telemetry | None = None  # the devices during the window (None: not sampled)
+    # The workload process's peak resident memory in MiB (a job's: its largest rank's), as the
+    # kernel counts it (getrusage's ru_maxrss) at its end event; None: not reported.
+    peak_rss_mib: float | None = None
     # Peer suite -> its metric name -> this repeat's number by its rule (FAMBench's score and
     # batch_latency_95_sec of one log; Metrics.peer holds the result's).
     peer: dict[str, dict[str, PeerStat]] = Field(default_factory=dict)

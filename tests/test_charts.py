@@ -25,6 +25,7 @@ from dlperf.report.chart import (
     draw_chart,
     draw_scaling_chart,
     marks_of,
+    peak_memory,
 )
 from dlperf.report.figures import (
     BAND,
@@ -191,6 +192,41 @@ def test_peak_memory_is_drawn_beside_the_throughput() -> None:
     assert not figure.layout.xaxis99.visible and not figure.layout.yaxis99.visible
     # the energy chart never grows a memory panel
     assert throughput_figure(chosen, "resnet50", metric="energy") is None
+
+
+def with_peak_rss(result: Result, mib: float, device: str | None = None) -> Result:
+    """A result whose ok repeats reported `mib` as their peak RSS (schema 8; these real results
+    are schema 7, measured before it), its telemetry relabelled `device` if given."""
+    repeats = []
+    for r in result.repeats:
+        update: dict = {"peak_rss_mib": mib + r.index}
+        if device and r.telemetry:
+            update["telemetry"] = r.telemetry.model_copy(update={"device": device})
+        repeats.append(r.model_copy(update=update))
+    return result.model_copy(update={"repeats": repeats})
+
+
+def test_a_workloads_own_peak_rss_is_preferred_to_the_machines_ram() -> None:
+    """On a CPU the workload's own high-water mark is its memory (the machine's RAM in use
+    counts every other program); on a GPU the device's memory is what limits a batch."""
+    chosen = select(real_results(), "resnet50")
+    own = [with_peak_rss(r, 900.0) for r in chosen]
+    figure = throughput_figure(own, "resnet50")
+    memory = sorted(y for t in figure.data if t.yaxis == "y2" for y in t.y)
+    # each headline's bar: its highest ok repeat's report (900 MiB + the repeat's index)
+    peaks = [(900.0 + max(x.index for x in r.repeats if x.status.value == "ok")) / 1024
+             for r in own if r.id in (DEFAULT, TF)]  # fmt: skip
+    assert memory == pytest.approx(sorted(peaks))
+    assert figure.layout.yaxis2.title.text == "peak GiB used (workload process, peak RSS)"
+    assert peak_memory(own[0]).device == "process"
+    gpu = with_peak_rss(chosen[0], 900.0, device="cuda")
+    assert peak_memory(gpu).device == "cuda"
+    assert peak_memory(gpu).gib == pytest.approx(
+        max(x.telemetry.memory_mib.max for x in gpu.repeats if x.status.value == "ok") / 1024
+    )
+    # the PNG's memory axis says the same
+    fig = draw_chart(own, "resnet50")
+    assert fig.axes[1].get_ylabel() == "peak GiB used (workload process, peak RSS)"
 
 
 def test_every_trace_of_every_figure_carries_select_keys(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 import json
 
-from dlperf.events import Mark, parse_events
+from dlperf.events import Mark, merge_ranks, parse_events
 
 
 def lines(*events):
@@ -48,3 +48,20 @@ def test_unsupported_configuration_is_reported():
 def test_empty_text():
     run = parse_events("")
     assert run.marks == [] and run.start == {} and run.malformed == 0
+
+
+def test_the_end_event_carries_the_workloads_peak_memory():
+    end = {"event": "end", "time": 2.1, "peak_rss_mib": 812.5}
+    assert parse_events(lines(end)).peak_rss_mib == 812.5
+    assert parse_events(lines({"event": "end", "time": 2.1})).peak_rss_mib is None  # older
+    for bad in ("a lot", -3, 0, "NaN", [1]):  # the end still counts, the size does not
+        run = parse_events(lines({**end, "peak_rss_mib": bad}))
+        assert run.ended and run.peak_rss_mib is None and run.malformed == 0
+        assert "peak_rss_mib" in run.notes[0] and "not a size" in run.notes[0]
+
+
+def test_a_jobs_peak_memory_is_its_largest_ranks():
+    ranks = [parse_events(lines({"event": "end", "time": 1.0, "peak_rss_mib": m})) for m in
+             (700.0, 910.0)]  # fmt: skip
+    assert merge_ranks(ranks).peak_rss_mib == 910.0
+    assert merge_ranks([parse_events(lines({"event": "end", "time": 1.0}))]).peak_rss_mib is None

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import throughput_from_marks
 
@@ -39,8 +40,10 @@ def test_paced_run_reports_the_true_throughput(tmp_path):
     assert all(r.window.start_step == 3 and r.window.end_step == 13 for r in result.repeats)
     for r in result.repeats:  # the host's own clock on the step log lines agrees
         assert r.observed_elapsed_s == pytest.approx(r.window.elapsed_s, rel=0.5)
+    for r in result.repeats:  # the workload's own high-water mark: a Python process's, in MiB
+        assert 5 < r.peak_rss_mib < psutil.virtual_memory().total / 2**20
     stored = json.loads(path.read_text())
-    assert stored["schema_version"] == SCHEMA_VERSION == 7
+    assert stored["schema_version"] == SCHEMA_VERSION == 8
     assert stored["spec"]["framework"] == "calibration"
     assert stored["metrics"]["throughput"]["median"] == pytest.approx(t.median)
     assert [r["status"] for r in stored["repeats"]] == ["ok", "ok"]

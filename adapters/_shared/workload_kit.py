@@ -10,8 +10,9 @@ reaches this folder with one bootstrap line before its imports from here:
 The contract with the host (dlperf/events.py holds the same names; a test checks they agree):
 JSON lines to the file named by $DLPERF_EVENTS ("{rank}" replaced by the rank): "start" (the
 framework, device, parameters, FLOPs per sample, best practice), "ready", one "step" per
-iteration with a timestamp taken once the device has finished it, "loadgen", "end", or
-"unsupported" with a reason. A human log goes to stdout, one "step i/N ..." line per step.
+iteration with a timestamp taken once the device has finished it, "loadgen", "end" (with the
+process's peak resident memory), or "unsupported" with a reason. A human log goes to stdout,
+one "step i/N ..." line per step.
 """
 
 from __future__ import annotations
@@ -312,6 +313,17 @@ def hand_to_loadgen(
     events.emit("loadgen", dir=out_dir)
 
 
+def peak_rss_mib() -> float | None:
+    """The most resident memory this process has held so far, in MiB (the kernel's high-water
+    mark: model, optimizer state and activations on the host; None where not known)."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)  # bytes / KiB
+
+
 def finish(
     events: Events, args: argparse.Namespace, ready: float,
     predict: Callable[[int], object] | None = None, rank: int = 0,
@@ -320,7 +332,7 @@ def finish(
     if getattr(args, "loadgen_settings", None) and rank == 0 and predict is not None:
         hand_to_loadgen(args.loadgen_settings, predict, args.batch_size, events)
     end = time.monotonic()
-    events.emit("end", time=end)
+    events.emit("end", time=end, peak_rss_mib=peak_rss_mib())
     if args.steps:
         print(f"done: {args.steps} steps in {end - ready:.2f}s", flush=True)
     events.close()

@@ -96,7 +96,7 @@ def main() -> int:
     if a.loadgen_settings:  # a paced "model": any batch of up to batch-size takes one period
         pace_batch = lambda _n: wait_until(time.monotonic() + period)  # noqa: E731
         kit.hand_to_loadgen(a.loadgen_settings, pace_batch, a.batch_size, events)
-    events.emit("end", time=time.monotonic())
+    events.emit("end", time=time.monotonic(), peak_rss_mib=kit.peak_rss_mib())
     return 0
 
 

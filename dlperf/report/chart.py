@@ -81,7 +81,11 @@ MARK_MEANING = {
     SMOKE: "tiny shapes and few steps: not comparable to full-size results",
 }
 HATCH = {NOISY: "//", SMOKE: ".."}  # matplotlib's; a bar with both marks has both
-MEMORY_KINDS = {"cuda": "GPU memory, the fullest GPU", "cpu": "host RAM, whole machine"}
+MEMORY_KINDS = {
+    "cuda": "GPU memory, the fullest GPU",
+    "process": "workload process, peak RSS",
+    "cpu": "host RAM, whole machine",
+}
 
 
 def smoke_shapes(model: str, preset: str | None, image_size: int | None,
@@ -113,11 +117,13 @@ def mark_text(marks: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class PeakMemory:
-    """The most memory a result's devices used during its measured windows: the highest of
-    its ok repeats' telemetry peaks (`Telemetry.memory_mib`)."""
+    """The most memory a result used: on a GPU the highest of its ok repeats' telemetry peaks
+    (`Telemetry.memory_mib`, the fullest GPU); elsewhere the workload process's own peak
+    resident memory (`Repeat.peak_rss_mib`, the largest rank's), else the host's RAM in use
+    during the window (telemetry: the whole machine, other programs included)."""
 
     gib: float
-    device: str  # the telemetry's: "cuda" (GPU memory) or "cpu" (the host's RAM)
+    device: str  # "cuda" (GPU memory), "process" (the workload's RSS) or "cpu" (host RAM used)
     per_repeat_gib: tuple[float, ...]
 
     @property
@@ -126,14 +132,17 @@ class PeakMemory:
 
 
 def peak_memory(result: Result) -> PeakMemory | None:
-    """`result`'s `PeakMemory`; None when no ok repeat's telemetry recorded memory."""
-    found = [(r.telemetry.device, r.telemetry.memory_mib.max / 1024)
-             for r in repeats_in_order(result)
-             if r.status == RepeatStatus.ok and r.telemetry and r.telemetry.memory_mib]  # fmt: skip
-    if not found:
-        return None
-    values = tuple(value for _, value in found)
-    return PeakMemory(gib=max(values), device=found[0][0], per_repeat_gib=values)
+    """`result`'s `PeakMemory`; None when no ok repeat recorded memory."""
+    ok = [r for r in repeats_in_order(result) if r.status == RepeatStatus.ok]
+    sampled = [(r.telemetry.device, r.telemetry.memory_mib.max / 1024)
+               for r in ok if r.telemetry and r.telemetry.memory_mib]  # fmt: skip
+    own = [r.peak_rss_mib / 1024 for r in ok if r.peak_rss_mib]
+    if sampled and (sampled[0][0] == "cuda" or not own):
+        values = tuple(value for _, value in sampled)
+        return PeakMemory(gib=max(values), device=sampled[0][0], per_repeat_gib=values)
+    if own:
+        return PeakMemory(gib=max(own), device="process", per_repeat_gib=tuple(own))
+    return None
 
 
 def memory_axis_label(results: Sequence[Result]) -> str:
