@@ -242,10 +242,12 @@ def noise_notes(rows: Sequence[dict]) -> list[str]:
 # --------------------------------------------------------------------------- runs
 
 
-# Measured steps per run on a CPU: a window of about 10 s at the CPU shapes on a 2-core machine,
-# so that a burst of load on the host lasting seconds averages out within a run (ResNet50's 10
-# steps took 3 s there, and its pairs spread 6-12 %).
-CPU_MEASURE = {"resnet50": 30, "bert": 10}
+# Measured steps per run on a CPU, so that a burst of load on the host lasting seconds averages
+# out within a run. On the 2-core VM: ResNet50's 10 steps took 3 s and its pairs spread 6-12 %;
+# 30 steps (10 s) left two 17-round runs noisy (95 % intervals 0.95-1.06 and 0.95-1.04 around
+# 1.02); 90 steps (about 30 s) resolved in the 9 default rounds, 0.98 (0.95-1.01). BERT's 10
+# steps take about 14 s and resolved, 1.02 (0.99-1.07).
+CPU_MEASURE = {"resnet50": 90, "bert": 10}
 
 
 def measure_of(args: argparse.Namespace, model: str) -> int:
