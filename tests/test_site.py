@@ -392,6 +392,27 @@ def test_significant_changes_are_compares_verdicts_newest_first(tmp_path: Path) 
     assert [c.kind for c in only] == ["regression", "regression"]
 
 
+def test_the_feed_stays_xml_whatever_the_results_hold(tmp_path: Path) -> None:
+    """Stored text with control characters (an imported log's framework version, say) is
+    shown escaped in the feed: XML 1.0 cannot hold most of them, and a feed with one would not
+    parse in any reader."""
+    import xml.etree.ElementTree as ET
+    from dataclasses import replace
+
+    from dlperf.report.regressions import Change, render_feed, significant_changes
+
+    points = history(write_results(tmp_path / "results"))
+    changes = significant_changes(p for line in points.values() for p in line)
+    hostile = "framework 2.1 -> \x1b]52;c;aGk=\x07\x00\x1b[2J"
+    feed = render_feed([Change(c.before, replace(c.after, changes=(hostile,))) for c in changes],
+                       "2024-06-01T12:00:00+00:00")  # fmt: skip
+    root = ET.fromstring(feed)
+    summaries = [e.text for e in root.iter("{http://www.w3.org/2005/Atom}summary")]
+    assert len(summaries) == len(changes) == 4
+    assert all("\\x1b]52;c;aGk=\\x07\\x00\\x1b[2J" in s for s in summaries)
+    assert all("\n" in s for s in summaries)  # its lines kept
+
+
 def test_the_regressions_page_and_feed(tmp_path: Path) -> None:
     """regressions.html: a row per change, newest first, with both results' JSON, versions
     and settings; regressions.xml: Atom 1.0 with an entry per change (ids, the newer result's

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from dlperf.history import HistoryPoint
 from dlperf.identity import settings_label
+from dlperf.printable import printable
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -108,9 +109,12 @@ def _summary(change: Change) -> str:
 
 
 def _add(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
-    element = ET.SubElement(parent, f"{{{ATOM}}}{tag}", attrs)
+    """An Atom element; stored text with its control characters shown (`dlperf.printable`):
+    XML 1.0 has no way to write most of them, and a feed holding one is not XML."""
+    element = ET.SubElement(parent, f"{{{ATOM}}}{tag}", {k: printable(v) for k, v in
+                                                          attrs.items()})  # fmt: skip
     if text is not None:
-        element.text = text
+        element.text = printable(text, keep_lines=True)
     return element
 
 
