@@ -298,7 +298,7 @@ def test_three_configurations_sharing_a_warning_kind_get_one_line() -> None:
     report = render_model_report(busy, "resnet50")
     warnings = report.split("### Warnings\n\n", 1)[1].strip().splitlines()
     assert warnings == [
-        "- the machine was busy: other processes took up to 35%–50% of its CPUs — "
+        "- the machine was busy: other processes took up to 35–50% of its CPUs — "
         "`pytorch-resnet50-train-fp32-cpu-1x1-b128-i224 [channels_last=1, fused_optimizer=1]`, "
         "`pytorch-resnet50-train-fp32-cpu-2x1-b128-i224 [channels_last=1, fused_optimizer=1]`, "
         "`tensorflow-resnet50-train-fp32-cpu-1x1-b128-i224 [data_format=channels_last]`"

@@ -154,11 +154,11 @@ def test_sources_list_env_list_and_list_show_full_names(tmp_path: Path) -> None:
 
 
 def test_warnings_are_grouped_by_kind_with_their_numbers_as_ranges() -> None:
-    from dlperf.cli.render import grouped_warnings
+    from dlperf.warning_kinds import group_warnings
 
     busy = ("the machine was busy: other processes took up to {}% of its CPUs during "
             "repeat(s) {}, so these numbers may be low")  # fmt: skip
-    groups = grouped_warnings([
+    groups = group_warnings([
         ("a", busy.format(81, "1, 2")), ("b", busy.format(83, "2, 3")),
         ("a", "only 2 repeat(s) of throughput: too few"), ("c", busy.format(82, "2")),
     ])  # fmt: skip

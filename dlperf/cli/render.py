@@ -4,7 +4,6 @@ for repeats (run and sweep), tables, and the lines that summarise a result or a 
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +21,7 @@ from rich.text import Text
 
 from dlperf.printable import printable, printable_json
 from dlperf.stats import ci_text
+from dlperf.warning_kinds import group_warnings
 
 
 class PrintableConsole(Console):
@@ -164,43 +164,10 @@ def print_summary(out: Console, result, path: Path) -> None:
     print_whole(out, f"status [bold]{result.status.value}[/]; stored", path)
 
 
-# A number, or a list of them ("repeat(s) 1, 2, 3"): what differs between two warnings of a kind.
-_NUMBERS = re.compile(r"(\d+(?:\.\d+)?(?:, \d+(?:\.\d+)?)*)")
-
-
-def grouped_warnings(items: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    """(what it applies to, warning) pairs as one warning per kind, with the names it applies
-    to, in the order kinds first appear. Warnings of a kind differ only in their numbers (81%
-    and 83% busy; repeats 1, 2 and 2, 3): one number differing becomes its range ("81–83%"),
-    lists of them their union."""
-    kinds: dict[str, tuple[list[list[str]], list[str]]] = {}
-    for name, text in items:
-        parts = _NUMBERS.split(text)
-        texts, names = kinds.setdefault(_NUMBERS.sub("#", text), ([], []))
-        texts.append(parts)
-        if name not in names:
-            names.append(name)
-    return [(_merged(texts), names) for texts, names in kinds.values()]
-
-
-def _merged(texts: list[list[str]]) -> str:
-    merged = []
-    for i, values in enumerate(zip(*texts, strict=True)):
-        unique = list(dict.fromkeys(values))
-        if i % 2 == 0 or len(unique) == 1:  # words (the same in every one), or one number
-            merged.append(unique[0])
-        elif all(", " not in v for v in unique):
-            merged.append(f"{min(unique, key=float)}–{max(unique, key=float)}")
-        else:
-            numbers = {n for v in unique for n in v.split(", ")}
-            merged.append(", ".join(sorted(numbers, key=float)))
-    return "".join(merged)
-
-
 def print_warnings(out: Console, items: Iterable[tuple[str, str]], of: int) -> None:
     """Warnings of several configurations (`of` of them in all), each kind said once with the
     configurations it applies to (their names whole, as --source and compare take them)."""
-    for text, names in grouped_warnings(items):
+    for text, names in group_warnings(items):
         out.print(f"[yellow]warning:[/] {esc(text)}", highlight=False)
         if len(names) == of and of > 1:
             out.print(indented(f"for all {of} configurations"), highlight=False)
