@@ -78,9 +78,15 @@ def significant_changes(points: Iterable[HistoryPoint], improvements: bool = Tru
     return sorted(found, key=lambda c: (c.after.created_utc, c.after.path), reverse=True)
 
 
+def json_href(relpath: str) -> str:
+    """The link to a result's JSON as the site copies it (under results/), from its path in
+    the results folder."""
+    return "results/" + "/".join(quote(part) for part in relpath.split("/"))
+
+
 def result_href(point: HistoryPoint) -> str:
-    """The link to a point's result JSON as the site copies it (`site.href`)."""
-    return "results/" + "/".join(quote(part) for part in point.path.split("/"))
+    """The link to a point's result JSON in the site."""
+    return json_href(point.path)
 
 
 def versions(point: HistoryPoint) -> str:
@@ -152,6 +158,7 @@ __all__ = [
     "IMPROVEMENT",
     "REGRESSION",
     "Change",
+    "json_href",
     "render_feed",
     "result_href",
     "significant_changes",

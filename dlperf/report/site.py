@@ -60,6 +60,7 @@ from dlperf.report.look import select_keys
 from dlperf.report.markdown import GENERATED, render_model_report
 from dlperf.report.regressions import (
     Change,
+    json_href,
     render_feed,
     result_href,
     significant_changes,
@@ -91,7 +92,7 @@ HISTORY_THRESHOLD = 0.05  # `dlperf compare`'s default threshold, for the histor
 
 def href(stored: Stored) -> str:
     """The link to a result's JSON as copied into the site."""
-    return "results/" + "/".join(quote(part) for part in stored.relpath.split("/"))
+    return json_href(stored.relpath)
 
 
 def history(results_dir: Path) -> dict[tuple[str, str], list[HistoryPoint]]:
