@@ -59,29 +59,30 @@ def one_line_paragraphs(text: str | None) -> str | None:
     return "\n\n".join(" ".join(p.split("\n")) for p in inspect.cleandoc(text).split("\n\n"))
 
 
-class WordsCommand(TyperCommand):
-    """A command whose help reads at 80 columns: placeholders as words, its docstring's first
-    paragraph (one short line) its summary in `dlperf --help`."""
+class _Words:
+    """Help that reads at 80 columns: the docstring's paragraphs one line each, placeholders
+    as words."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.help = one_line_paragraphs(self.help)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return word_placeholders(super().get_params(ctx))
+
+
+class WordsCommand(_Words, TyperCommand):
+    """A command whose help reads at 80 columns, its docstring's first paragraph (one short
+    line) its summary in `dlperf --help`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         if self.help and not self.short_help:
             self.short_help = self.help.split("\n\n")[0]
 
-    def get_params(self, ctx: Any) -> list[Any]:
-        return word_placeholders(super().get_params(ctx))
 
-
-class WordsGroup(TyperGroup):
+class WordsGroup(_Words, TyperGroup):
     """A group (`dlperf`, `dlperf env`, `dlperf sources`) whose help reads as WordsCommand's."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.help = one_line_paragraphs(self.help)
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        return word_placeholders(super().get_params(ctx))
 
 
 def path_parser(
