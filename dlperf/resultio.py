@@ -50,6 +50,8 @@ def upgrade(data: dict[str, Any], source: str = "<data>") -> dict[str, Any]:
         data = {**data, "schema_version": 7}
     if data["schema_version"] == 7:  # 8 only added an optional field (repeat.peak_rss_mib)
         data = {**data, "schema_version": 8}
+    if data["schema_version"] == 8:  # 9 only added an optional field (repeat.training)
+        data = {**data, "schema_version": 9}
     return data
 
 

@@ -38,12 +38,18 @@ from dlperf import DlperfError
 #    version-6 file upgrades unchanged
 # 8: repeat.peak_rss_mib, the workload process's resident-memory high-water mark (a job's:
 #    its largest rank's), from its end event; optional: a version-7 file upgrades unchanged
-SCHEMA_VERSION = 8
+# 9: repeat.training, one MLPerf Training run as MLPerf's checker and its log saw it (imported
+#    published results); device "tpu" and "accelerator" for those; optional: a version-8 file
+#    upgrades unchanged
+SCHEMA_VERSION = 9
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "amp")
 IMPLS = ("ootb", "official", "micro")
-DEVICES = ("cpu", "cuda")
+DEVICES = ("cpu", "cuda")  # what dlperf runs on
+# What an imported published result may have run on besides: a TPU, or an accelerator dlperf
+# knows no device name for (its model is in environment.gpu).
+IMPORTED_DEVICES = ("tpu", "accelerator")
 SCENARIOS = ("offline", "server", "singlestream", "multistream")  # MLPerf LoadGen's
 LOADGEN_SETTINGS = (
     "target_qps",
@@ -123,7 +129,7 @@ class BenchmarkSpec(_Frozen):
     @field_validator("device")
     @classmethod
     def _device(cls, v: str) -> str:
-        return _one_of("device", v, DEVICES)
+        return _one_of("device", v, DEVICES + IMPORTED_DEVICES)
 
     @field_validator("scenario")
     @classmethod
@@ -311,6 +317,24 @@ class PeerStat(_Frozen):
     rule: str  # how the peer computes it, in words, shown wherever the number is
 
 
+class TrainingRun(_Frozen):
+    """One MLPerf Training run (a `result_*.txt`) as MLPerf's compliance checker and its own
+    log marks saw it. Throughput is dlperf's, from the log's marks; MLPerf defines only the
+    time to train."""
+
+    file: str
+    ruleset: str  # the compliance ruleset it was checked against ("4.0.0")
+    compliant: bool  # the checker's verdict: MLPerf scores only compliant runs
+    messages: list[str] = Field(default_factory=list)  # the checker's reasons, where it failed
+    converged: bool = False  # run_stop's status is "success"
+    time_to_train_min: float | None = None  # (run_stop - run_start) in minutes
+    samples: float | None = None  # samples trained over the training intervals
+    train_s: float | None = None  # seconds in those intervals, evaluation taken out
+    eval_s: float | None = None  # seconds of evaluation the marks took out
+    intervals: str = ""  # which marks gave the training time: "epoch", "block" or "run"
+    note: str | None = None  # how the throughput was derived, or why it was not
+
+
 class Repeat(_Frozen):
     index: int
     status: RepeatStatus
@@ -322,6 +346,7 @@ class Repeat(_Frozen):
     # Data-parallel jobs: each rank's own time over the window (the job's is the max-reduce).
     rank_elapsed_s: list[float] = Field(default_factory=list)
     loadgen: LoadGenRun | None = None  # --scenario runs: what LoadGen measured
+    training: TrainingRun | None = None  # an imported MLPerf Training run
     wall_s: float = 0.0
     exit_code: int | None = None
     command: list[str] = Field(default_factory=list)

@@ -505,7 +505,7 @@ def test_a_version_5_result_loads_without_commits(tmp_path: Path) -> None:
         del data["environment"][name]
     path.write_text(json.dumps({**data, "schema_version": 5}))
     loaded = load_result(path)
-    assert loaded.schema_version == SCHEMA_VERSION == 8
+    assert loaded.schema_version == SCHEMA_VERSION == 9
     assert loaded.environment.workdir_commit is None and loaded.environment.dlperf_commit is None
 
 

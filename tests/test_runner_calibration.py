@@ -43,7 +43,7 @@ def test_paced_run_reports_the_true_throughput(tmp_path):
     for r in result.repeats:  # the workload's own high-water mark: a Python process's, in MiB
         assert 5 < r.peak_rss_mib < psutil.virtual_memory().total / 2**20
     stored = json.loads(path.read_text())
-    assert stored["schema_version"] == SCHEMA_VERSION == 8
+    assert stored["schema_version"] == SCHEMA_VERSION == 9
     assert stored["spec"]["framework"] == "calibration"
     assert stored["metrics"]["throughput"]["median"] == pytest.approx(t.median)
     assert [r["status"] for r in stored["repeats"]] == ["ok", "ok"]

@@ -29,6 +29,8 @@ BERT_BASE = {
     "max_positions": 512,
     "type_vocab": 2,
 }
+# BERT-large: SuperBench's pytorch-bert-large sizes, and MLPerf Training's BERT.
+BERT_LARGE = {**BERT_BASE, "hidden": 1024, "layers": 24, "heads": 16, "intermediate": 4096}
 BERT_LN_EPS = 1e-12
 BERT_DROPOUT = 0.1
 
@@ -65,22 +67,26 @@ def resnet50_forward_flops(num_classes: int, image_size: int) -> float:
     return float(total)
 
 
-def bert_forward_flops(seq_len: int, cfg: dict[str, int] = BERT_BASE) -> float:
+def bert_forward_flops(
+    seq_len: int, cfg: dict[str, int] = BERT_BASE, mlm_positions: int | None = None
+) -> float:
     """Forward FLOPs of one sequence of `seq_len` tokens (BertForPreTraining).
 
     Per token, every dense layer costs 2 * in * out:
       - each encoder layer: Q, K, V and attention-output projections (4 * H * H) plus the
         feed-forward pair (2 * H * I);
-      - the MLM head at every position (the workloads compute logits everywhere, not only at
-        masked positions): transform H * H plus the tied decoder H * vocab.
+      - the MLM head (transform H * H plus the tied decoder H * vocab) at every position, as
+        the workloads compute logits everywhere; at `mlm_positions` positions where a model
+        gathers the masked ones first (MLPerf's BERT: max_predictions_per_seq).
     Attention itself adds, per layer, Q @ K^T and softmax(.) @ V: 2 * S^2 * H MACs = 4 * S^2 * H
     FLOPs. The pooler (H * H) and NSP head (H * 2) run once per sequence, on the [CLS] token.
     """
     h, i, v, n = cfg["hidden"], cfg["intermediate"], cfg["vocab"], cfg["layers"]
-    macs_per_token = n * (4 * h * h + 2 * h * i) + h * h + h * v
+    encoder = n * (4 * h * h + 2 * h * i) * seq_len
+    mlm = (h * h + h * v) * (seq_len if mlm_positions is None else mlm_positions)
     attention = n * 4 * seq_len * seq_len * h
     heads = 2 * (h * h + h * 2)
-    return float(2 * macs_per_token * seq_len + attention + heads)
+    return float(2 * (encoder + mlm) + attention + heads)
 
 
 def forward_flops(args: argparse.Namespace) -> float:

@@ -134,13 +134,7 @@ def gpt2_forward_flops(name: str, seq_len: int) -> float:
 # BERT-large pretraining: torch_blocks.py's BertForPreTraining at larger sizes
 # --------------------------------------------------------------------------------------------
 
-BERT_LARGE = {
-    **model_math.BERT_BASE,
-    "hidden": 1024,
-    "layers": 24,
-    "heads": 16,
-    "intermediate": 4096,
-}
+BERT_LARGE = model_math.BERT_LARGE
 
 # --------------------------------------------------------------------------------------------
 # LSTM (SuperBench's pytorch-lstm)

@@ -162,13 +162,14 @@ Profile = Annotated[_PROFILE.cli_type, typer.Option(help=_PROFILE.help)]
 LogSource = Annotated[
     str,
     typer.Argument(
-        metavar="SOURCE", help="A framework (then MODEL PATH...), or mlperf / fambench."
+        metavar="SOURCE",
+        help="A framework (then MODEL PATH...), or mlperf / mlperf-training / fambench.",
     ),
 ]
 LogArgs = Annotated[
     list[str],
     typer.Argument(
-        metavar="ARG", help="MODEL PATH... for a framework; PATH... for mlperf and fambench."
+        metavar="ARG", help="MODEL PATH... for a framework; PATH... for the suites' logs."
     ),
 ]
 ParseImpl = Annotated[
@@ -208,6 +209,14 @@ ParseJson = Annotated[
 ]
 ParseModel = Annotated[
     str | None, typer.Option(help="mlperf: the model that ran (default: the SUT, 'sut').")
+]
+ParseRound = Annotated[
+    str | None,
+    typer.Option(
+        "--round",
+        help="mlperf-training: the round whose rules to check against (4.0), where no folder "
+        "name says it (training_results_v4.0/).",
+    ),
 ]
 
 # ---------------------------------------------------------------- the other commands

@@ -209,7 +209,8 @@ def headline(result) -> str:
         run, lg = result.repeats[0].loadgen, m.loadgen_metric
         return f"{name} {run.scenario}: {run.metric} {lg.median:.6g} {lg.unit} ({valid})"
     if m.score is not None:
-        return f"{name}: {m.score:.6g} {m.score_unit}"
+        mlperf = "MLPerf score " if "mlperf-training" in m.peer else ""
+        return f"{name}: {mlperf}{m.score:.6g} {m.score_unit}"
     if m.throughput:
         t = m.throughput
         return f"{name} {s.precision}: median {t.median:.2f} samples/s over {t.n}"

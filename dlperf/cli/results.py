@@ -29,9 +29,10 @@ from dlperf.cli.render import (
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
 
-SUITES = ("mlperf", "fambench")  # `dlperf parse` sources that are other suites' logs
+SUITES = ("mlperf", "mlperf-training", "fambench")  # `dlperf parse` sources that are other suites' logs
 PARSE_OPTIONS = {  # the options each `dlperf parse` source uses
     "mlperf": ("--framework", "--model", "--batch-size", "--device"),
+    "mlperf-training": ("--round",),
     "fambench": ("--framework", "--device", "--latency-target-ms"),
     "framework": ("--impl", "--source", "--profile", "--batch-size", "--nodes",
                   "--devices-per-node", "--amp/--fp32", "--device", "--skip", "--measure"),
@@ -54,13 +55,15 @@ def parse(
     framework: o.ParseFramework = None,
     model: o.ParseModel = None,
     latency_target_ms: o.ParseLatencyTarget = None,
+    round_: o.ParseRound = None,
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: o.ParseJson = False,
 ) -> None:
     """Import DLPerf, MLPerf and FAMBench logs as results.
 
     DLPerf-style logs and dlperf events files (one result per configuration, a repeat per
-    log), MLPerf LoadGen log folders, FAMBench logs."""
+    log), MLPerf LoadGen log folders, MLPerf Training result folders (scored by MLPerf's
+    rules), FAMBench logs."""
     from dlperf.adapters import adapter_names
 
     if what not in SUITES and what not in adapter_names():
@@ -73,7 +76,7 @@ def parse(
         "--nodes": nodes,
         "--devices-per-node": devices_per_node, "--amp/--fp32": amp, "--device": device,
         "--skip": skip, "--measure": measure, "--framework": framework, "--model": model,
-        "--latency-target-ms": latency_target_ms,
+        "--latency-target-ms": latency_target_ms, "--round": round_,
     }  # fmt: skip
     applies = PARSE_OPTIONS.get(what, PARSE_OPTIONS["framework"])
     stray = [flag for flag, value in given.items() if value is not None and flag not in applies]
@@ -95,6 +98,10 @@ def parse(
                 device=device or "cpu",
                 results_dir=results_dir,
             )
+        elif what == "mlperf-training":
+            from dlperf.importers.mlperf_training import import_folders
+
+            imported = import_folders(paths, results_dir=results_dir, round_=round_)
         else:
             from dlperf.importers.fambench import import_logs as import_fambench
 
