@@ -29,7 +29,8 @@ from dlperf.cli.render import (
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
 
-SUITES = ("mlperf", "mlperf-training", "fambench")  # `dlperf parse` sources that are other suites' logs
+# `dlperf parse` sources that are other suites' logs
+SUITES = ("mlperf", "mlperf-training", "fambench")
 PARSE_OPTIONS = {  # the options each `dlperf parse` source uses
     "mlperf": ("--framework", "--model", "--batch-size", "--device"),
     "mlperf-training": ("--round",),
