@@ -190,16 +190,19 @@ def checked_run(file: Path, ruleset: str) -> tuple[TrainingRun, list[Any]]:
     checker = mlp_compliance.make_checker("training", ruleset, quiet=False, werror=False)
     lines: list[Any] = []
     minutes = None
+    crashed = []
     with quiet():
         try:
             compliant = bool(checker.check_file(str(file), f"training_{ruleset}/common.yaml"))
-            messages = [*checker.not_overwritable, *checker.overwritable.values()]
-            lines, _ = mlp_parser.parse_file(str(file), ruleset=ruleset)
-            start, stop = result_summarizer._query_run_start_stop(lines)
-            minutes = (stop - start) / 60 / 1000
         except Exception as exc:  # noqa: BLE001 - any broken file: that run, with the reason
             compliant = False
-            messages = [f"mlperf-logging could not read it: {type(exc).__name__}: {exc}"]
+            crashed = [f"MLPerf's checker could not read it: {type(exc).__name__}: {exc}"]
+        with contextlib.suppress(Exception):  # unreadable: no marks, the checker said why
+            lines, _ = mlp_parser.parse_file(str(file), ruleset=ruleset)
+        with contextlib.suppress(ValueError):  # no run_start or run_stop: no time to train
+            start, stop = result_summarizer._query_run_start_stop(lines)
+            minutes = (stop - start) / 60 / 1000
+    messages = [*crashed, *checker.not_overwritable, *checker.overwritable.values()]
     status = next((ll.value["metadata"].get("status") for ll in lines if ll.key == "run_stop"), "")
     run = TrainingRun(
         file=str(file),
@@ -305,23 +308,24 @@ def flops_per_sample(benchmark: str, lines: list[Any]) -> float | None:
     return None
 
 
-def run_repeat(index: int, run: TrainingRun, workload: dict[str, Any]) -> Repeat:
+def run_repeat(index: int, run: TrainingRun, workload: dict[str, Any], readable: bool) -> Repeat:
     """A repeat of one run: ok when MLPerf's checker passes it (the runs its score counts);
-    `invalid` (numbers kept, outside the median) when it does not; `bad_output` when
-    nothing in the file could be read."""
+    `invalid` (numbers kept, outside the median) when it does not; `bad_output` when no
+    :::MLLOG line in the file could be read (`readable` False)."""
     per_s = run.samples / run.train_s if run.samples and run.train_s else None
     if run.compliant and per_s:
         status, message = RepeatStatus.ok, ""
     elif run.compliant:
         status, message = RepeatStatus.bad_output, run.note or "no throughput"
     else:
-        readable = run.time_to_train_min is not None or per_s
         status = RepeatStatus.invalid if readable else RepeatStatus.bad_output
         first = (run.messages or ["failed MLPerf's compliance check"])[0].splitlines()
         message = f"{Path(run.file).name} fails MLPerf's {run.ruleset} compliance check: " + (
             first[0] if first else "no reason given"
         )
-        if not run.converged:
+        if run.time_to_train_min is None:
+            message += " (no run_start/run_stop: the log ends early or is not MLPerf's)"
+        elif not run.converged:
             message += " (did not converge)"
     return Repeat(
         index=index,
@@ -409,7 +413,8 @@ def folder_result(folder: Folder) -> Result:
             "device_name": accelerator,
             "framework_version": str(system.get("framework", "")) or None,
         }
-        repeats.append(run_repeat(i, with_throughput(run, benchmark, lines), workload))
+        run = with_throughput(run, benchmark, lines)
+        repeats.append(run_repeat(i, run, workload, readable=bool(lines)))
     result = imported_result(spec, repeats)
     score, factor, why_not = mlperf_score(benchmark, folder)
     return finished(result, folder, score, factor, why_not, global_batch)

@@ -1,0 +1,286 @@
+"""`dlperf parse mlperf-training` on the four real MLPerf Training submissions in
+../shared/fixtures/mlperf_training, and on broken copies of them.
+
+The scores are checked twice: against the fixture README's (mlperf-logging's summarizer, as
+MLCommons published them), and against an olympic mean computed here from the logs' own
+run_start / run_stop lines, so neither the package nor dlperf is taken on trust."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import fixtures_dir
+
+from dlperf import DlperfError
+from dlperf.importers.mlperf_training import import_folders
+from dlperf.schema import RepeatStatus, ResultStatus
+
+MXNET = "v4.0-NVIDIA-h200_ngc24.04_mxnet-resnet"
+PYTORCH = "v4.0-NVIDIA-h200_ngc23.09_pytorch-bert"
+PADDLE = "v2.0-Baidu-XMan4.0_1_node_8_A100_PaddlePaddle-bert"
+JAX = "v1.0-Google-tpu-v4-256-JAX-Distributed-Shampoo-resnet"
+# The fixture README's scores (mlperf-logging 4.1.68's result summarizer), as printed there.
+README_SCORES = {MXNET: "12.0776", PYTORCH: "5.21165", PADDLE: "16.5988", JAX: "3.31824"}
+H200_BF16 = 989.4e12  # NVIDIA's H200 SXM datasheet, dense BF16
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> dict:
+    if fixtures_dir() is None:
+        pytest.skip("no ../shared/fixtures beside the checkout")
+    root = fixtures_dir() / "mlperf_training"
+    stored = import_folders([root], results_dir=tmp_path_factory.mktemp("r"))
+    return {Path(r.repeats[0].log_path).parent.name: r for r, _ in stored}
+
+
+def events(file: Path) -> list[dict]:
+    """The file's :::MLLOG records, read here without mlperf-logging."""
+    out = []
+    for line in file.read_text(encoding="latin-1").splitlines():
+        if ":::MLLOG " in line:
+            out.append(json.loads(line.split(":::MLLOG ", 1)[1]))
+    return out
+
+
+def minutes(file: Path) -> float:
+    marks = {e["key"]: e["time_ms"] for e in events(file) if e["key"] in ("run_start", "run_stop")}
+    return (marks["run_stop"] - marks["run_start"]) / 60000
+
+
+def olympic(times: list[float], dropped: int = 0) -> float:
+    """MLPerf's olympic mean: the fastest dropped, and the slowest unless a run was dropped
+    already (it failed its checks)."""
+    kept = sorted(times)[1 : len(times) - (1 - dropped)]
+    return statistics.fmean(kept)
+
+
+def copy(fixtures: Path, name: str, tmp_path: Path) -> Path:
+    """A copy of a fixture folder, named as the round's results are (the round in the name)."""
+    target = tmp_path / name
+    shutil.copytree(fixtures / "mlperf_training" / name, target)
+    return target
+
+
+def parse(*args: str) -> tuple[int, str]:
+    """`dlperf parse mlperf-training ARGS` as a user runs it: its exit code and output."""
+    out = subprocess.run(
+        [sys.executable, "-m", "dlperf", "parse", "mlperf-training", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    text = out.stdout + out.stderr
+    assert "Traceback" not in text, text
+    return out.returncode, text
+
+
+def test_the_four_submissions_score_as_mlperf_publishes_them(published, fixtures) -> None:
+    assert sorted(published) == sorted(README_SCORES)
+    for name, result in published.items():
+        folder = fixtures / "mlperf_training" / name
+        assert f"{result.metrics.score:.6g}" == README_SCORES[name], name
+        times = [minutes(f) for f in sorted(folder.glob("result_*.txt"))]
+        dropped = [r.index - 1 for r in result.repeats if r.status != RepeatStatus.ok]
+        kept = [t for i, t in enumerate(times) if i not in dropped]
+        scaling = folder / "scaling.json"
+        factor = json.loads(scaling.read_text())["scaling_factor"] if scaling.exists() else 1.0
+        assert result.metrics.score == pytest.approx(olympic(kept, len(dropped)) * factor, abs=1e-6)
+        assert result.metrics.score_unit == "min" and result.status == ResultStatus.ok
+        assert [r.training.time_to_train_min for r in result.repeats] == pytest.approx(times)
+        peer = result.metrics.peer["mlperf-training"]["score"]
+        assert peer.value == result.metrics.score and "olympic mean" in peer.rule
+        assert result.origin == "parse" and result.spec.options["suite"] == "mlperf-training"
+
+
+def test_the_run_that_fails_its_check_is_kept_outside_the_median(published) -> None:
+    paddle = published[PADDLE]
+    bad = [r for r in paddle.repeats if r.status != RepeatStatus.ok]
+    assert [Path(r.log_path).name for r in bad] == ["result_6.txt"]
+    (run,) = bad
+    assert run.status == RepeatStatus.invalid and run.throughput > 0
+    assert not run.training.compliant and not run.training.converged
+    assert "eval_accuracy" in run.message and "2.0.0" in run.message
+    assert (
+        paddle.metrics.throughput.n == 9 and run.throughput not in paddle.metrics.throughput.values
+    )
+
+
+def test_systems_frameworks_and_models_come_from_the_submission(published) -> None:
+    expect = {  # framework, model, device, nodes, per node, global batch, accelerator
+        MXNET: ("mxnet", "resnet50", "cuda", 1, 8, 3200, "NVIDIA H200-SXM5-141GB"),
+        PYTORCH: ("pytorch", "bert-large", "cuda", 1, 8, 768, "NVIDIA H200-SXM5-141GB"),
+        PADDLE: ("paddle", "bert-large", "cuda", 1, 8, 448, "NVIDIA A100-SXM4-80GB"),
+        JAX: ("jax", "resnet50", "tpu", 32, 4, 32768, "TPU"),
+    }
+    for name, (framework, model, device, nodes, per_node, batch, accelerator) in expect.items():
+        r = published[name]
+        s = r.spec
+        assert (s.framework, s.model, s.device) == (framework, model, device), name
+        assert (s.nodes, s.devices_per_node, r.job.global_batch) == (nodes, per_node, batch)
+        assert r.environment.gpu == accelerator and r.environment.gpu_count == nodes * per_node
+        assert s.options["round"] == name.split("-")[0]
+    assert published[MXNET].spec.options["submitter"] == "NVIDIA"
+    assert published[JAX].spec.options["division"] == "open"
+
+
+def test_throughput_is_the_samples_over_the_training_marks(published, fixtures) -> None:
+    # MXNet ResNet50: 35 epochs of ImageNet's 1,281,167 images over the epoch intervals.
+    mxnet = published[MXNET]
+    log = events(fixtures / "mlperf_training" / MXNET / "result_0.txt")
+    starts = [e["time_ms"] for e in log if e["key"] == "epoch_start"]
+    stops = [e["time_ms"] for e in log if e["key"] == "epoch_stop"]
+    seconds = sum(b - a for a, b in zip(starts, stops, strict=True)) / 1000
+    first = mxnet.repeats[0]
+    assert first.training.samples == len(stops) * 1_281_167 == 35 * 1_281_167
+    assert first.throughput == pytest.approx(first.training.samples / seconds, rel=1e-6)
+    per_gpu = mxnet.metrics.throughput.median / 8
+    assert 7_700 < per_gpu < 8_000  # MLPerf's tracked_stats say ~7,950 per GPU per epoch
+    # PyTorch BERT: train_samples sequences over its one epoch, the 16 evaluations taken out.
+    bert = published[PYTORCH].repeats[0]
+    log = events(fixtures / "mlperf_training" / PYTORCH / "result_0.txt")
+    at = {e["key"]: e for e in log}
+    evals = zip(
+        [e["time_ms"] for e in log if e["key"] == "eval_start"],
+        [e["time_ms"] for e in log if e["key"] == "eval_stop"],
+        strict=True,
+    )
+    eval_s = sum(b - a for a, b in evals) / 1000
+    epoch_s = (at["epoch_stop"]["time_ms"] - at["epoch_start"]["time_ms"]) / 1000
+    assert bert.training.samples == at["train_samples"]["value"]
+    assert bert.training.eval_s == pytest.approx(eval_s, abs=1e-3)
+    assert bert.throughput == pytest.approx(bert.training.samples / (epoch_s - eval_s), rel=1e-5)
+    # Paddle's log has no eval marks, JAX's only blocks: said, not hidden.
+    assert "evaluation time included" in published[PADDLE].repeats[0].training.note
+    assert published[JAX].repeats[0].training.intervals == "block"
+
+
+def test_mfu_where_the_peak_is_known_and_plausible(published) -> None:
+    mxnet = published[MXNET]
+    flops = mxnet.model.flops_per_sample
+    assert flops == pytest.approx(24.5e9, rel=0.01)
+    expected = flops * mxnet.metrics.throughput.median / (8 * H200_BF16)
+    assert mxnet.metrics.mfu == pytest.approx(expected)
+    assert published[JAX].metrics.mfu is None  # no TPU peak held
+    for name in (PYTORCH, PADDLE):  # over 100% at 512 padded tokens: refused, with the reason
+        bert = published[name]
+        assert bert.metrics.mfu is None
+        assert any(w.startswith("no MFU:") and "padding" in w for w in bert.warnings)
+
+
+@pytest.mark.multiprocess
+def test_the_command_imports_a_tree_and_says_each_score(fixtures, tmp_path) -> None:
+    code, out = parse(str(fixtures / "mlperf_training"), "--results-dir", str(tmp_path))
+    assert code == 0, out
+    assert "mxnet resnet50 train 1n8d b400: MLPerf score 12.0776 min (5 log(s))" in out
+    assert len(list(tmp_path.rglob("*.json"))) == 4
+    code, out = parse(str(fixtures / "mlperf_training"), "--model", "x")
+    assert code == 1 and "--model not used by `dlperf parse mlperf-training`" in out
+
+
+def test_a_truncated_run_is_dropped_as_mlperf_drops_it(fixtures, tmp_path) -> None:
+    folder = copy(fixtures, MXNET, tmp_path)
+    times = [minutes(f) for f in sorted(folder.glob("result_*.txt"))]
+    log = folder / "result_2.txt"
+    lines = log.read_text(encoding="latin-1").splitlines(keepends=True)
+    log.write_text("".join(lines[: len(lines) // 2]), encoding="latin-1")
+    (result, _), = import_folders([folder], results_dir=tmp_path / "r")  # fmt: skip
+    run = result.repeats[2]
+    assert run.status == RepeatStatus.invalid and "run_stop" in run.message
+    assert run.training.time_to_train_min is None and not run.training.converged
+    factor = json.loads((folder / "scaling.json").read_text())["scaling_factor"]
+    kept = times[:2] + times[3:]
+    assert result.metrics.score == pytest.approx(olympic(kept, 1) * factor, abs=1e-6)
+    assert result.status == ResultStatus.ok  # MLPerf's rules allow one dropped run
+
+
+@pytest.mark.multiprocess
+def test_too_few_runs_give_no_score(fixtures, tmp_path) -> None:
+    folder = copy(fixtures, MXNET, tmp_path)
+    (folder / "result_4.txt").unlink()
+    code, out = parse(str(folder), "--results-dir", str(tmp_path / "r"))
+    assert code == 2, out
+    assert "MLPerf requires 5 for resnet" in " ".join(out.split())
+    (stored,) = (tmp_path / "r").rglob("*.json")
+    data = json.loads(stored.read_text())
+    assert data["status"] == "partial" and data["metrics"]["score"] is None
+    assert "mlperf-training" not in data["metrics"]["peer"]
+
+
+def test_two_failed_runs_give_no_score(fixtures, tmp_path) -> None:
+    folder = copy(fixtures, PADDLE, tmp_path)  # result_6 already fails its check
+    log = folder / "result_0.txt"
+    kept = [x for x in log.read_text(encoding="latin-1").splitlines(True) if "run_stop" not in x]
+    log.write_text("".join(kept), encoding="latin-1")
+    (result, _), = import_folders([folder], results_dir=tmp_path / "r")  # fmt: skip
+    assert result.metrics.score is None and result.status == ResultStatus.partial
+    assert any("more than 1 run(s) failed" in w for w in result.warnings)
+
+
+def test_without_scaling_json_the_score_is_the_unscaled_mean(fixtures, tmp_path) -> None:
+    folder = copy(fixtures, MXNET, tmp_path)
+    (folder / "scaling.json").unlink()
+    (result, _), = import_folders([folder], results_dir=tmp_path / "r")  # fmt: skip
+    times = [minutes(f) for f in sorted(folder.glob("result_*.txt"))]
+    assert result.metrics.score == pytest.approx(olympic(times), abs=1e-6)
+    assert "(no scaling.json: unscaled)" in result.metrics.peer["mlperf-training"]["score"].rule
+
+
+def test_a_file_that_is_not_an_mllog_is_that_run_marked(fixtures, tmp_path) -> None:
+    folder = copy(fixtures, MXNET, tmp_path)
+    (folder / "result_1.txt").write_bytes(b"\x00\xffnot a log\n:::MLLOG {broken\n")
+    (result, _), = import_folders([folder], results_dir=tmp_path / "r")  # fmt: skip
+    run = result.repeats[1]
+    assert run.status == RepeatStatus.bad_output and run.throughput is None
+    assert "compliance check" in run.message and run.training.messages
+    assert result.metrics.score is not None  # four good runs and one dropped: still scored
+
+
+@pytest.mark.multiprocess
+def test_bad_folders_are_refused_with_what_to_do(fixtures, tmp_path) -> None:
+    empty = tmp_path / "v4.0-empty"
+    empty.mkdir()
+    code, out = parse(str(empty))
+    assert code == 1 and "no result_*.txt files" in out and "Traceback" not in out
+    code, out = parse(str(tmp_path / "nowhere"))
+    assert code == 1 and "no such file or folder" in out
+    folder = copy(fixtures, MXNET, tmp_path)
+    (folder / "system.json").unlink()
+    code, out = parse(str(folder))
+    assert code == 1 and "no system description" in out and "systems/<system>.json" in out
+    unnamed = tmp_path / "plain" / "resnet"
+    shutil.copytree(fixtures / "mlperf_training" / JAX, unnamed)
+    code, out = parse(str(unnamed), "--results-dir", str(tmp_path / "r"))
+    assert code == 1 and "--round 4.0" in out
+    code, out = parse(str(unnamed), "--round", "1.0", "--results-dir", str(tmp_path / "r"))
+    assert code == 0 and "MLPerf score 3.31824 min" in out, out
+    code, out = parse(str(unnamed), "--round", "0.1")
+    assert code == 1 and "round '0.1' is not one mlperf-logging checks" in " ".join(out.split())
+
+
+def test_a_results_tree_finds_the_system_description_in_systems(fixtures, tmp_path) -> None:
+    """`<submitter>/results/<system>/<benchmark>/` with `<submitter>/systems/<system>.json`,
+    as MLCommons publishes a round (no system.json beside the runs)."""
+    root = tmp_path / "training_results_v4.0" / "NVIDIA"
+    bench = root / "results" / "h200_ngc24.04_mxnet" / "resnet"
+    shutil.copytree(fixtures / "mlperf_training" / MXNET, bench)
+    (root / "systems").mkdir()
+    (bench / "system.json").rename(root / "systems" / "h200_ngc24.04_mxnet.json")
+    (result, _), = import_folders([tmp_path], results_dir=tmp_path / "r")  # fmt: skip
+    assert f"{result.metrics.score:.6g}" == README_SCORES[MXNET]
+    assert result.spec.options["round"] == "v4.0" and result.spec.world_size == 8
+
+
+def test_refusal_leaves_nothing_half_imported(fixtures, tmp_path) -> None:
+    good = copy(fixtures, MXNET, tmp_path)
+    bad = copy(fixtures, PYTORCH, tmp_path)
+    (bad / "system.json").write_text("[1, 2]")
+    with pytest.raises(DlperfError, match="not a system description"):
+        import_folders([good, bad], results_dir=tmp_path / "r")
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").rglob("*.json"))
