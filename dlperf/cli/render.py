@@ -208,9 +208,11 @@ def headline(result) -> str:
         valid = "VALID" if m.loadgen_valid else "INVALID"
         run, lg = result.repeats[0].loadgen, m.loadgen_metric
         return f"{name} {run.scenario}: {run.metric} {lg.median:.6g} {lg.unit} ({valid})"
+    if m.score is not None and "mlperf-training" in m.peer:
+        per = f", {m.throughput.median / s.world_size:.0f} samples/s per accelerator"
+        return f"{name}: MLPerf score {m.score:.6g} {m.score_unit}{per if m.throughput else ''}"
     if m.score is not None:
-        mlperf = "MLPerf score " if "mlperf-training" in m.peer else ""
-        return f"{name}: {mlperf}{m.score:.6g} {m.score_unit}"
+        return f"{name}: {m.score:.6g} {m.score_unit}"
     if m.throughput:
         t = m.throughput
         return f"{name} {s.precision}: median {t.median:.2f} samples/s over {t.n}"
