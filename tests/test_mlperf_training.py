@@ -285,3 +285,19 @@ def test_refusal_leaves_nothing_half_imported(fixtures, tmp_path) -> None:
     with pytest.raises(DlperfError, match="not a system description"):
         import_folders([good, bad], results_dir=tmp_path / "r")
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").rglob("*.json"))
+
+
+def test_a_benchmark_without_a_samples_count_is_not_imported_and_said(fixtures, tmp_path) -> None:
+    """A tree holds benchmarks whose logs count progress in units dlperf cannot turn into
+    samples: each is named, not stored; the others import."""
+    other = tmp_path / "v4.0-other" / "minigo"
+    shutil.copytree(fixtures / "mlperf_training" / MXNET, other)
+    for log in other.glob("result_*.txt"):
+        text = log.read_text(encoding="latin-1")
+        log.write_text(text.replace('"value": "resnet"', '"value": "minigo"'), "latin-1")
+    with pytest.raises(DlperfError, match="not imported: .*minigo .*nothing to import"):
+        import_folders([other], results_dir=tmp_path / "r")
+    good = copy(fixtures, MXNET, tmp_path)
+    (result, _), = import_folders([good, other], results_dir=tmp_path / "r")  # fmt: skip
+    assert result.spec.model == "resnet50"
+    assert any(w.startswith("not imported:") and "samples_count" in w for w in result.warnings)

@@ -70,8 +70,20 @@ def import_folders(
 ) -> list[tuple[Result, Path]]:
     """One result per benchmark folder found under `paths` (a benchmark folder, a system's
     `results/<system>/`, a submitter's tree or a whole round). `round_` ("4.0"): the rules to
-    check against where no folder name says (`training_results_v4.0/`, `v4.0-...`)."""
-    built = [folder_result(f) for f in benchmark_folders(paths, round_)]
+    check against where no folder name says (`training_results_v4.0/`, `v4.0-...`).
+    A benchmark whose logs give no throughput (progress counted in units dlperf cannot turn
+    into samples) is not imported, and every result of the import says so."""
+    built, skipped = [], []
+    for folder in benchmark_folders(paths, round_):
+        result = folder_result(folder)
+        if any(r.throughput for r in result.repeats):
+            built.append(result)
+        else:
+            why = next((r.training.note for r in result.repeats if r.training.note), "")
+            skipped.append(f"not imported: {folder.path} ({why or 'no throughput'})")
+    if not built:
+        raise DlperfError("; ".join(skipped) + ": nothing to import")
+    built = [r.model_copy(update={"warnings": [*r.warnings, *skipped]}) for r in built]
     # Written once every result is made: a refused folder leaves nothing half-imported.
     return ResultStore(results_dir).write_all(built)
 
@@ -282,8 +294,14 @@ def with_throughput(run: TrainingRun, benchmark: str, lines: list[Any]) -> Train
         notes.append("evaluation time included: the log has no eval_start/eval_stop marks")
     train_s = (total_ms - eval_ms) / 1000
     if samples is None or train_s <= 0:
-        why = "no samples count" if samples is None else "no training time"
-        return run.model_copy(update={"intervals": kind, "note": f"no throughput: {why}"})
+        if train_s <= 0:
+            why = "no throughput: no training time between the marks"
+        elif benchmark in EPOCH_COUNTED + SAMPLE_COUNTED:
+            why = "no throughput: the log has no train_samples"
+        else:
+            known = ", ".join(EPOCH_COUNTED + SAMPLE_COUNTED)
+            why = f"no throughput: dlperf counts the samples of {known} and of samples_count marks"
+        return run.model_copy(update={"intervals": kind, "note": why})
     return run.model_copy(
         update={
             "samples": samples,
@@ -384,7 +402,7 @@ def folder_result(folder: Folder) -> Result:
     system = folder.system
     accelerator = str(system.get("accelerator_model_name") or "unknown accelerator")
     nodes = _count(system, "number_of_nodes", folder)
-    per_node = max(1, _count(system, "accelerators_per_node", folder))
+    per_node = _count(system, "accelerators_per_node", folder)
     global_batch = next(
         (int(v) for _, lines in checked if (v := _number(last_value(lines, "global_batch_size")))),
         None,
