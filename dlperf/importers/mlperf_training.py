@@ -23,6 +23,7 @@ from typing import Any
 from dlperf import DlperfError
 from dlperf.adapters._shared import model_math
 from dlperf.importers import imported_result
+from dlperf.published import NO_MFU, NO_SCORE, SUITE
 from dlperf.schema import (
     BenchmarkSpec,
     PeerStat,
@@ -34,7 +35,6 @@ from dlperf.schema import (
 )
 from dlperf.store import ResultStore
 
-SUITE = "mlperf-training"  # metrics.peer's key and spec.options["suite"] of these results
 RESULT_FILES = "result_*.txt"
 # MLPerf's benchmark names -> dlperf's models (others keep MLPerf's name).
 MODELS = {"resnet": "resnet50", "bert": "bert-large"}
@@ -377,16 +377,17 @@ def mlperf_score(benchmark: str, folder: Folder) -> tuple[float | None, float, l
                 folder.ruleset, desc={"submitter": folder.system.get("submitter")},
             )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - the summarizer's own failure, said
-            return None, 1.0, [f"mlperf-logging's summarizer failed: {type(exc).__name__}: {exc}"]
+            failed = f"mlperf-logging's summarizer failed: {type(exc).__name__}: {exc}"
+            return None, 1.0, [NO_SCORE + failed]
     if required is not None and runs < required:
         return None, factor, [
-            f"no MLPerf score: {runs} run(s), and MLPerf requires {required} for {benchmark} "
+            f"{NO_SCORE}{runs} run(s), and MLPerf requires {required} for {benchmark} "
             "(its olympic mean drops the fastest and the slowest of them all)"
         ]  # fmt: skip
     if score is None:
         limit = 4 if benchmark == "unet3d" else 1
         return None, factor, [
-            f"no MLPerf score: more than {limit} run(s) failed MLPerf's checks or did not "
+            f"{NO_SCORE}more than {limit} run(s) failed MLPerf's checks or did not "
             "converge, and its olympic mean may drop only that many"
         ]  # fmt: skip
     return score, factor, []
@@ -472,7 +473,7 @@ def finished(
         # BERT at MLPerf's 512 tokens: submissions drop the padding (over half the tokens of
         # MLPerf's BERT data), and the log does not say how many tokens they computed.
         warnings.append(
-            f"no MFU: at the {result.model.flops_per_sample / 1e9:.4g} GFLOP per sample dlperf "
+            f"{NO_MFU}at the {result.model.flops_per_sample / 1e9:.4g} GFLOP per sample dlperf "
             f"counts it would be {metrics.mfu:.0%} of {metrics.peak_source}; the submission "
             "computed less than that per sample (it skips padding), and its log does not say "
             "how much"

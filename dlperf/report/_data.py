@@ -28,6 +28,7 @@ from dlperf.identity import (
     settings_of,
     spec_key,
 )
+from dlperf.published import is_published_reference
 from dlperf.rows import metric_values
 from dlperf.schema import (
     DEVICES,
@@ -175,8 +176,10 @@ class Config:
 
 
 def select(results: Iterable[Result], model: str) -> list[Result]:
-    """The newest result per benchmark x machine x settings of `model`, in a fixed order."""
-    chosen = newest(r for r in results if r.spec.model == model)
+    """The user's newest result per benchmark x machine x settings of `model`, in a fixed
+    order. Published references (`dlperf.published`) are other people's results on other
+    machines: every table, chart and count made from this leaves them out."""
+    chosen = newest(r for r in results if r.spec.model == model and not is_published_reference(r))
     return sorted(chosen, key=lambda r: (Config.of(r).sort_key(), r.spec.framework))
 
 

@@ -39,6 +39,7 @@ from dlperf.files import atomic_write, check_writable, shared_mode, storage_erro
 from dlperf.history import HistoryPoint, history_points
 from dlperf.identity import Machine, identity_of, machine_of, settings_label
 from dlperf.models import MODELS
+from dlperf.published import is_published_reference
 from dlperf.report._data import (
     Config,
     by_machine,
@@ -58,6 +59,7 @@ from dlperf.report.figures import (
 )
 from dlperf.report.look import select_keys
 from dlperf.report.markdown import GENERATED, render_model_report
+from dlperf.report.references import references_line
 from dlperf.report.regressions import (
     Change,
     json_href,
@@ -152,6 +154,7 @@ def _median_cell(row: dict) -> str:
     return f"{median:.2f}" if median is not None and row["status"] != "failed" else DASH
 
 
+IMPORTED = " (published reference, imported)"
 RAW_HEADER = ["created (UTC)", "benchmark", "settings", "machine", "framework", "version",
               "status", "median samples/s", "result JSON"]  # fmt: skip
 
@@ -168,7 +171,7 @@ def raw_rows(stored: Sequence[Stored]) -> list[list[str]]:
                 code(row["benchmark_id"]),
                 settings_label(json.loads(row["settings"])),
                 _machine_cell(row),
-                row["framework"],
+                row["framework"] + (IMPORTED if is_published_reference(s.result) else ""),
                 row["framework_version"] or DASH,
                 row["status"],
                 _median_cell(row),
@@ -307,6 +310,7 @@ def render_model_page(
     """One model's page and the ids of its charts (in page order). `points`: `history`'s."""
     results = [s.result for s in stored]
     mine = [s for s in stored if s.result.spec.model == model]
+    yours = [s for s in mine if not is_published_reference(s.result)]  # their history
     machines = by_machine(select(results, model))
     level = 3 if len(machines) > 1 else 2
     charts = Charts(prefix=file_stem(model))
@@ -333,12 +337,12 @@ def render_model_page(
         if figure is not None:
             parts.append(charts.add(figure, kind, height=THROUGHPUT_HEIGHT))
         if last[machine_id] == match.group(1):
-            parts.append(_extra_sections(machine, own, mine, points, model, charts, level))
+            parts.append(_extra_sections(machine, own, yours, points, model, charts, level))
             placed.add(machine_id)
     parts.append(markdown_html("\n".join(chunk)))
     for machine, own in machines:  # a section without a chart (none today): extras at the end
         if machine.id not in placed:
-            parts.append(_extra_sections(machine, own, mine, points, model, charts, level))
+            parts.append(_extra_sections(machine, own, yours, points, model, charts, level))
     raw = markdown_html(
         "Every stored result of this model, newest first (older ones are the history above), "
         "with the machine it ran on and its settings; each links to its JSON file, copied from "
@@ -453,20 +457,23 @@ def render_index_page(
     then per machine each model's cross-framework chart, small, and the machine's
     configurations (a benchmark with its settings) with their stored results and newest one."""
     charts = Charts(prefix="index")
-    latest = {identity_of(s.result).key: s for s in _newest(stored)}
+    own = [s for s in stored if not is_published_reference(s.result)]  # counted, drawn
+    latest = {identity_of(s.result).key: s for s in _newest(own)}
     counts: dict[tuple, int] = {}
-    for s in stored:
+    for s in own:
         key = identity_of(s.result).key
         counts[key] = counts.get(key, 0) + 1
     n_machines = len({key[1] for key in latest})
     intro = (
         f"# dlperf results\n\n{SITE_GENERATED}\n\n{len(latest)} configuration"
         f"{'s' if len(latest) != 1 else ''} (a benchmark on a machine with its settings) on "
-        f"{n_machines} machine{'s' if n_machines != 1 else ''}, {len(stored)} stored "
-        f"result{'s' if len(stored) != 1 else ''}; each model's page has every result, its "
+        f"{n_machines} machine{'s' if n_machines != 1 else ''}, {len(own)} stored "
+        f"result{'s' if len(own) != 1 else ''}; each model's page has every result, its "
         "history and its selectors.\n\n"
     )
-    parts = [markdown_html(intro + _table_md(MODEL_HEADER, _model_rows(latest, counts)))]
+    references = "\n".join(references_line(s.result for s in stored))
+    models = _table_md(MODEL_HEADER, _model_rows(latest, counts))
+    parts = [markdown_html(f"{intro}{models}\n{references}")]
     parts.append(_changes_section(changes))
     results = [s.result for s in latest.values()]
     for machine, mine in by_machine(results):
@@ -676,7 +683,9 @@ def _write_site(
     put(STYLE_CSS, CSS)
     put(SELECT_JS, SELECT_JS_TEXT)
     commit = results_commit(results_dir)
-    points = history(results_dir)
+    # Published results are no series of the user's: no history, no significant change.
+    published = {identity_of(s.result).series for s in stored if is_published_reference(s.result)}
+    points = {k: line for k, line in history(results_dir).items() if k not in published}
     changes = significant_changes(p for line in points.values() for p in line)
     index, index_charts = render_index_page(stored, changes)
     pages = {"index.html": index_charts, REGRESSIONS_PAGE: []}

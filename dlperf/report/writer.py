@@ -20,9 +20,10 @@ from dlperf.report._data import (
     scaling_series,
     select,
 )
-from dlperf.report.cells import Markdown, table, text
+from dlperf.report.cells import DASH, Markdown, table, text
 from dlperf.report.chart import render_chart, render_scaling_chart
 from dlperf.report.markdown import GENERATED, render_model_report
+from dlperf.report.references import references_line
 from dlperf.report.suites import fambench_summary, fambench_table
 from dlperf.schema import Result, ResultStatus
 from dlperf.store import ResultStore, newest
@@ -135,9 +136,10 @@ def render_index(results: list[Result]) -> str:
         desc = MODELS[model].description if model in MODELS else model
         counts = [str(sum(r.status == s for r in chosen)) for s in ResultStatus]
         row = [Markdown(f"[{text(model)}]({file_stem(model)}.md)"), desc,
-               ", ".join(frameworks(chosen))]  # fmt: skip
+               ", ".join(frameworks(chosen)) or DASH]  # fmt: skip
         row += [str(len(by_machine(chosen))), str(len(configs(chosen))), str(len(chosen)), *counts]
         rows.append(row)
     header = ["model", "description", "frameworks", "machines", "configurations", "results", "ok",
               "partial", "failed"]  # fmt: skip
-    return "\n".join([*lines, *table(header, rows)[:-1]]) + "\n"
+    lines += table(header, rows)
+    return "\n".join([*lines, *references_line(results)]).rstrip("\n") + "\n"

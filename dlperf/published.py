@@ -1,0 +1,29 @@
+"""Published references: results other people measured on their own systems and published
+(MLCommons' MLPerf Training results, imported by `dlperf parse mlperf-training`).
+
+They are anchors for the user's own results, never part of them: a report shows them in a
+section of their own and keeps them out of every table, chart, median and count of the user's
+runs. `is_published_reference` is the one test every reader uses to tell them apart.
+"""
+
+from __future__ import annotations
+
+from dlperf.schema import Result
+
+SUITE = "mlperf-training"  # spec.options["suite"] and metrics.peer's key of these results
+# How the importer's warnings that say why a number is missing begin (the report shows the rest
+# as the reason).
+NO_SCORE = "no MLPerf score: "
+NO_MFU = "no MFU: "
+
+
+def is_published_reference(result: Result) -> bool:
+    """Whether `result` is an imported published result (not one of the user's runs)."""
+    return result.origin == "parse" and result.spec.options.get("suite") == SUITE
+
+
+def why_missing(result: Result, prefix: str) -> str | None:
+    """Why `result` has no number of a kind (`prefix`: NO_SCORE, NO_MFU), as its importer
+    said; None when it said nothing."""
+    said = next((w for w in result.warnings if w.startswith(prefix)), None)
+    return said[len(prefix) :] if said else None
