@@ -4,6 +4,7 @@ reports and charts, a static HTML site) and for other tools (SuperBench, CSV, Pa
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape as esc
 
@@ -21,6 +22,9 @@ from dlperf.cli.output import (
 )
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
+
+if TYPE_CHECKING:  # the CLI imports the core when a command runs
+    from dlperf.schema import Result
 
 
 def report(
@@ -43,12 +47,17 @@ def report(
         for path in paths:
             print_whole(console, "wrote", path)
         return
-    from dlperf.identity import describe
-    from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
-
     results = store.results()
     for p in write_reports(results_dir, reports_dir, results):
         print_whole(console, "wrote", p)
+    _print_suspect_scaling(results)
+
+
+def _print_suspect_scaling(results: list[Result]) -> None:
+    """Each data-parallel result that scales better than linearly against its 1x1 run."""
+    from dlperf.identity import describe
+    from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
+
     for result, efficiency in suspect_scaling(results):
         console.print(
             f"[yellow]suspect:[/] {esc(describe(result.spec))} scales at {efficiency:.1%} of "
