@@ -313,7 +313,8 @@ def test_the_console_never_prints_a_control_character() -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from dlperf.cli.render import PrintableConsole, repeat_progress
+    from dlperf.cli.output import PrintableConsole
+    from dlperf.cli.render import repeat_progress
 
     hostile = "v1 " + "".join(ESC_SEQUENCES) + " \u2028 \u202e end\r"
     out, bar = io.StringIO(), io.StringIO()

@@ -1,8 +1,14 @@
 """The `dlperf` command line: thin; parses options, calls the core, prints with rich.
 
-This module is the Typer app and `main()` (errors to exit codes, signals); each command lives
-in the module of its group (run, results, env, sources, checks), its options in `options`, and
-what it shows in `render`."""
+This module is the Typer app and `main()` (errors to exit codes, signals). Each command lives
+in the module of its group: `run` (run, sweep), `parse`, `report` (report, publish, export),
+`compare` (score, compare, history), `env` (list, env ...), `sources`, `checks` (check-models,
+doctor). Their options are declared once: those several groups share, and the small groups',
+in `options`; a larger group's beside it (`run_options`, `parse_options`, `report_options`,
+`compare_options`). `help_text` makes every command's help read at 80 columns. What they
+show: `output` (the consoles; names kept whole; text and JSON past rich), `render` (runs and
+results), `render_compare` (score and history tables), `render_setup` (frameworks,
+environments, sources, checks)."""
 
 from __future__ import annotations
 
@@ -14,9 +20,9 @@ from rich.markup import escape as esc
 from typer.exceptions import TyperException
 
 from dlperf import DlperfError, __version__
-from dlperf.cli import checks, env, results, run, run_options, sources
-from dlperf.cli.options import WordsCommand, WordsGroup
-from dlperf.cli.render import console, err, show_warning
+from dlperf.cli import checks, compare, env, parse, report, run, run_options, sources
+from dlperf.cli.help_text import WordsCommand, WordsGroup
+from dlperf.cli.output import console, err, show_warning
 
 app = typer.Typer(
     cls=WordsGroup,
@@ -63,13 +69,13 @@ app.command("check-models", cls=WordsCommand)(checks.check_models_cmd)
 sources_app.command("list", cls=WordsCommand)(sources.sources_list)
 sources_app.command("fetch", cls=WordsCommand)(sources.sources_fetch)
 sources_app.command("verify", cls=WordsCommand)(sources.sources_verify)
-app.command(cls=WordsCommand)(results.parse)
-app.command(cls=WordsCommand)(results.report)
-app.command(cls=WordsCommand)(results.publish)
-app.command(cls=WordsCommand)(results.export)
-app.command(cls=WordsCommand)(results.score)
-app.command(cls=WordsCommand)(results.compare)
-app.command(cls=WordsCommand)(results.history)
+app.command(cls=WordsCommand)(parse.parse)
+app.command(cls=WordsCommand)(report.report)
+app.command(cls=WordsCommand)(report.publish)
+app.command(cls=WordsCommand)(report.export)
+app.command(cls=WordsCommand)(compare.score)
+app.command(cls=WordsCommand)(compare.compare)
+app.command(cls=WordsCommand)(compare.history)
 app.command(cls=WordsCommand)(checks.doctor)
 
 

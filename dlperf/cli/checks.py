@@ -9,14 +9,8 @@ import typer
 from rich.markup import escape as esc
 
 import dlperf.cli.options as o
-from dlperf.cli.render import (
-    console,
-    doctor_checks_table,
-    err,
-    model_checks_table,
-    print_peak,
-    write_json,
-)
+from dlperf.cli.output import console, err, write_json
+from dlperf.cli.render_setup import doctor_checks_table, model_checks_table, print_peak
 
 
 def check_models_cmd(framework: o.OnlyFrameworks = None, model: o.OnlyModels = None) -> None:

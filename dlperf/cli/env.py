@@ -10,7 +10,8 @@ from rich.markup import escape as esc
 
 import dlperf.cli.options as o
 from dlperf import DlperfError
-from dlperf.cli.render import console, envs_table, print_frameworks, print_whole
+from dlperf.cli.output import console, print_whole
+from dlperf.cli.render_setup import envs_table, print_frameworks
 
 
 def list_cmd() -> None:

@@ -11,18 +11,15 @@ from rich.markup import escape as esc
 
 import dlperf.cli.options as o
 import dlperf.cli.run_options as ro
+from dlperf.cli.output import console, err, print_whole, write_json
 from dlperf.cli.render import (
-    console,
-    err,
     print_nodes,
     print_scaling,
     print_summary,
     print_warnings,
-    print_whole,
     repeat_progress,
     repeat_value,
     results_table,
-    write_json,
 )
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal, TypeVar, get_args
 import typer
 from rich.markup import escape
 
-from dlperf.cli.options import ResultsDir, SourcesDir, WordsCommand, file_option
+from dlperf.cli.help_text import WordsCommand
+from dlperf.cli.options import ResultsDir, SourcesDir, file_option
 from dlperf.launch import LAUNCHERS
 from dlperf.spec_options import (
     DISTRIBUTED,

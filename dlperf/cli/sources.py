@@ -7,7 +7,8 @@ import typer
 from rich.markup import escape as esc
 
 import dlperf.cli.options as o
-from dlperf.cli.render import console, print_sources, print_whole
+from dlperf.cli.output import console, print_whole
+from dlperf.cli.render_setup import print_sources
 
 
 def sources_list(profile: o.Profile = None) -> None:

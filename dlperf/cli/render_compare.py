@@ -1,0 +1,118 @@
+"""What `dlperf score` and `dlperf history` show: the scored configurations and domain
+subscores, and each series' points with their verdicts and what changed between them."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import RenderableType
+from rich.markup import escape as esc
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from dlperf.cli.output import indented, whole_column
+
+
+def score_tables(s) -> tuple[Table, Table]:
+    """Each scored configuration (where V0's hierarchy puts it, its speedup and weight), and
+    each domain's subscore."""
+    # The keys a reference holds, whole (their settings wrap below), under their place.
+    configs = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    whole_column(configs, "configuration", s.placement)
+    places = [" / ".join(placement) for placement in s.placement.values()]
+    configs.columns[0].width = max([configs.columns[0].width or 0, *map(cell_len, places)])
+    configs.add_column("speedup", justify="right")
+    configs.add_column("weight", justify="right")
+    place = None
+    for key, placement in sorted(s.placement.items(), key=lambda kv: kv[1]):
+        if placement != place:
+            place = placement
+            configs.add_row(f"[bold]{esc(' / '.join(placement))}[/]", "", "")
+        configs.add_row(esc(key), f"{s.speedups[key]:.4f}", f"{s.weights[key]:.4f}")
+    domains = Table("domain", "subscore", "weight", "tasks")
+    for domain, value in s.domains.items():
+        tasks = len(s.hierarchy[domain])
+        domains.add_row(domain, f"{value:.1f}", f"{1 / len(s.domains):.4f}", str(tasks))
+    return configs, domains
+
+
+VERDICT_STYLES = {
+    "regression": "bold red",
+    "improvement": "bold green",
+    "within noise": "yellow",
+    "no change": "dim",
+    "failed": "red",
+    "first": "dim",
+}
+
+
+def history_tables(points) -> list[RenderableType]:
+    """Each series (a benchmark on a machine): a heading, one line per point (its result id,
+    median, repeats, change and verdict), then what the first point ran with and what changed
+    at each later one, as prose below (`--json` has every field)."""
+    from itertools import groupby
+
+    shown: list[RenderableType] = []
+    for _series, group in groupby(points, key=lambda p: p.series):
+        group = list(group)
+        unit = next((p.unit for p in group if p.median is not None), None)
+        heading = f"[bold]{esc(group[0].benchmark_id)}[/] on {esc(group[0].machine)}"
+        shown.append(Text.from_markup(heading + (f" (medians in {esc(unit)})" if unit else "")))
+        table = Table(box=None, padding=(0, 1), pad_edge=False)
+        whole_column(table, "result", [p.result_id for p in group], no_wrap=True)
+        for header in ("median", "n", "change"):
+            table.add_column(header, justify="right", no_wrap=True)
+        table.add_column("verdict")
+        for p in group:
+            table.add_row(*_history_row(p))
+        shown.append(Padding(table, (0, 0, 0, 2), expand=False))
+        shown += [indented(line) for line in _history_notes(group)]
+    return shown
+
+
+def _history_row(p) -> list[str]:
+    style = VERDICT_STYLES.get(p.verdict, "")
+    verdict = f"[{style}]{esc(p.verdict)}[/]" if style else esc(p.verdict)
+    if p.p is not None:
+        verdict += f" (p {p.p:.2g})"
+    return [
+        esc(p.result_id),
+        f"{p.median:.4g}" if p.median is not None else esc(p.status),
+        str(p.n),
+        f"{p.change:+.1%}" if p.change is not None else "–",
+        verdict,
+    ]
+
+
+def _history_notes(group) -> list[str]:
+    """The first point's settings, versions and commits; each later point's changes."""
+    from dlperf.identity import commit_label, settings_label
+
+    first = group[0]
+    versions = " · ".join(
+        f"{name} {value}"
+        for name, value in (
+            ("fw", first.framework_version),
+            ("py", first.python),
+            ("dlperf", first.dlperf_version),
+        )  # fmt: skip
+        if value
+    )
+    commits = " · ".join(
+        f"{name}@{label}"
+        for name, label in (
+            ("dlperf", commit_label(first.dlperf_commit, first.dlperf_dirty)),
+            ("workdir", commit_label(first.workdir_commit, first.workdir_dirty)),
+            ("upstream", commit_label(first.source_commit, None)),
+        )
+        if label
+    )
+    settings = first.settings_map
+    parts = [f"settings {settings_label(settings)}" if settings else "", versions, commits]
+    lines = [f"[dim]{esc(first.result_id)} ran with[/] {esc('; '.join(x for x in parts if x))}"]
+    for p in group[1:]:
+        if p.changes:
+            lines.append(f"[dim]{esc(p.result_id)} changed since the point before:[/] "
+                         f"{esc('; '.join(p.changes))}")  # fmt: skip
+    return lines
