@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from dlperf.cli.output import console, indented, print_whole, whole_column
+from dlperf.published import is_published_reference
 from dlperf.stats import ci_text
 from dlperf.warning_kinds import group_warnings
 
@@ -46,9 +47,10 @@ def headline(result) -> str:
         valid = "VALID" if m.loadgen_valid else "INVALID"
         run, lg = result.repeats[0].loadgen, m.loadgen_metric
         return f"{name} {run.scenario}: {run.metric} {lg.median:.6g} {lg.unit} ({valid})"
-    if m.score is not None and "mlperf-training" in m.peer:
-        per = f", {m.throughput.median / s.world_size:.0f} samples/s per accelerator"
-        return f"{name}: MLPerf score {m.score:.6g} {m.score_unit}{per if m.throughput else ''}"
+    if m.score is not None and is_published_reference(result):
+        per = m.throughput.median / s.world_size if m.throughput else None
+        each = f", {per:.0f} samples/s per accelerator" if per else ""
+        return f"{name}: MLPerf score {m.score:.6g} {m.score_unit}{each}"
     if m.score is not None:
         return f"{name}: {m.score:.6g} {m.score_unit}"
     if m.throughput:
