@@ -99,8 +99,8 @@ def pinned_results() -> dict[str, Result]:
     latency target, LoadGen, a microbenchmark's score, MFU and its missing CPU peak."""
     start = {"framework_version": "2.1", "device": "cpu", "params": 25, "python": "3.11",
              "flops_per_sample": 4e9}  # fmt: skip
-    spec = BenchmarkSpec(framework="pytorch", model="resnet50", mode="infer", batch_size=32, repeats=7,
-                         latency_target_ms=20.0)  # fmt: skip
+    spec = BenchmarkSpec(framework="pytorch", model="resnet50", mode="infer", batch_size=32,
+                         repeats=7, latency_target_ms=20.0)  # fmt: skip
     load = MachineLoad(cpu_count=8, wall_s=10.0, other_cpu_s=40.0, other_share=0.5)
     energy = telemetry(energy_j=400.0, energy_source="rapl", throttled=True,
                        throttle_reasons=["sw_power_cap"], note="clocks at 80%")  # fmt: skip
@@ -113,8 +113,9 @@ def pinned_results() -> dict[str, Result]:
         Repeat(index=5, status=RepeatStatus.crashed, message="exited with status 1", workload={}),
     ]
     results = {
-        "run": build_result(spec, "run", run_repeats,
-                            environment=imported_environment(start)),  # fmt: skip
+        "run": build_result(
+            spec, "run", run_repeats, environment=imported_environment(start)
+        ),  # fmt: skip
         "imported": build_result(
             spec.model_copy(update={"device": "cuda", "latency_target_ms": 30.0}),
             "imported",
