@@ -177,8 +177,8 @@ def report(
         for path in paths:
             print_whole(console, "wrote", path)
         return
+    from dlperf.analysis import SUSPECT_EFFICIENCY, suspect_scaling
     from dlperf.identity import describe
-    from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
 
     results = store.results()
     for p in write_reports(results_dir, reports_dir, results):
