@@ -54,11 +54,10 @@ def read_dir(path: Path) -> LoadGenRun:
     return run.model_copy(update={"log_dir": str(folder)})
 
 
-def detail_entries(text: str | Iterable[str]) -> dict[str, Any]:
-    """key -> value of every `:::MLLOG` line (a repeated key keeps its last value), from the
-    text or its lines."""
+def detail_entries(lines: Iterable[str]) -> dict[str, Any]:
+    """key -> value of every `:::MLLOG` line (a repeated key keeps its last value)."""
     out: dict[str, Any] = {}
-    for line in text.splitlines() if isinstance(text, str) else text:
+    for line in lines:
         _, sep, payload = line.partition(":::MLLOG ")
         if not sep:
             continue
@@ -68,10 +67,6 @@ def detail_entries(text: str | Iterable[str]) -> dict[str, Any]:
             continue  # a truncated last line
         out[entry.get("key", "")] = entry.get("value")
     return out
-
-
-def from_detail(text: str) -> LoadGenRun:
-    return from_detail_entries(detail_entries(text))
 
 
 def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
@@ -207,11 +202,6 @@ def headline(
 _SUMMARY_LINE = re.compile(r"^\s*([^:]+?)\s*:\s*(.+?)\s*$")
 
 
-def from_summary(text: str) -> LoadGenRun:
-    """The summary's own lines, for folders where the detail log was not kept."""
-    return from_summary_lines(text.splitlines())
-
-
 _PARAMETERS = "Test Parameters Used"
 _UNIT_SUFFIX = re.compile(r"\s*\((ns|ms)\)$")
 
@@ -226,10 +216,11 @@ def _number(text: str) -> int | float | str:
 
 
 def from_summary_lines(lines: Iterable[str]) -> LoadGenRun:
-    """`from_summary` of the summary's lines, read as they come: the headline LoadGen printed
-    first, the statistics (MultiStream's per query), the early-stopping estimates and the
-    "Test Parameters Used" under the detail log's names (`target_latency (ns)` ->
-    `target_latency_ns`), so a summary alone gives the run the detail log would."""
+    """The run a summary's lines describe (for folders where the detail log was not kept),
+    read as they come: the headline LoadGen printed first, the statistics (MultiStream's per
+    query), the early-stopping estimates and the "Test Parameters Used" under the detail log's
+    names (`target_latency (ns)` -> `target_latency_ns`), so a summary alone gives the run the
+    detail log would."""
     fields: dict[str, str] = {}
     settings: dict[str, Any] = {}
     first_rate: str | None = None

@@ -142,12 +142,8 @@ class BmLog:
         return found
 
 
-def parse_bmlog(text: str) -> BmLog:
-    return parse_bmlog_lines(text.splitlines())
-
-
 def read_bmlog(path: Path) -> BmLog:
-    """`parse_bmlog` of a file, read a line at a time."""
+    """`parse_bmlog_lines` of a file, read a line at a time."""
     with open(path, encoding="utf-8", errors="replace") as lines:
         return parse_bmlog_lines(split_lines(lines))
 
