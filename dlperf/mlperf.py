@@ -123,14 +123,37 @@ def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
             reasons.append(" ".join(str(e[key]).split()))
     scheduled = e.get("result_scheduled_samples_per_sec")
     version = str(e.get("loadgen_version") or "")
-    metric, value, unit = headline(
-        scenario, rate, latencies, early,
-        scheduled=scheduled if _server_headline_is_scheduled(version) else None,
+    return _loadgen_run(
+        scenario, e["result_validity"] == "VALID", reasons, rate, latencies, early,
+        scheduled=scheduled,
+        headline_scheduled=scheduled if _server_headline_is_scheduled(version) else None,
+        tokens=e.get("result_tokens_per_second", e.get("result_completed_tokens_per_second")),
+        query_count=e.get("result_query_count"),
+        settings={k[len("effective_") :]: v for k, v in e.items() if k.startswith("effective_")},
+        loadgen_version=e.get("loadgen_version"),
     )  # fmt: skip
-    tokens = e.get("result_tokens_per_second", e.get("result_completed_tokens_per_second"))
+
+
+def _loadgen_run(
+    scenario: str,
+    valid: bool,
+    reasons: list[str],
+    rate: float | str | None,
+    latencies: dict[str, float | None],
+    early: dict[str, float],
+    *,
+    scheduled: float | str | None,
+    headline_scheduled: float | str | None,
+    tokens: float | str | None,
+    **facts: Any,
+) -> LoadGenRun:
+    """The run a log's numbers describe (as the log wrote them: a summary's are text), with
+    the headline LoadGen gave it (`headline_scheduled`: Server's scheduled rate, where that
+    was the headline)."""
+    metric, value, unit = headline(scenario, rate, latencies, early, scheduled=headline_scheduled)
     return LoadGenRun(
         scenario=scenario,
-        valid=e["result_validity"] == "VALID",
+        valid=valid,
         reasons=reasons,
         metric=metric,
         value=value,
@@ -140,9 +163,7 @@ def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
         tokens_per_second=None if tokens is None else float(tokens),
         latency_ms={k: v for k, v in latencies.items() if v is not None},
         early_stopping_ms=early,
-        query_count=e.get("result_query_count"),
-        settings={k[len("effective_") :]: v for k, v in e.items() if k.startswith("effective_")},
-        loadgen_version=e.get("loadgen_version"),
+        **facts,
     )
 
 
@@ -269,26 +290,14 @@ def from_summary_lines(lines: Iterable[str]) -> LoadGenRun:
         ("Early stopping satisfied", "early stopping not met"),
     )
     reasons = [why for key, why in checks if fields.get(key, "Yes").upper().startswith("NO")]
-    early = early_stopping_estimates("\n".join(text))
-    headline_scheduled = scheduled if first_rate == "Scheduled samples per second" else None
-    metric, value, unit = headline(
-        scenario, None if rate is None else float(rate), latencies, early,
-        scheduled=None if headline_scheduled is None else float(headline_scheduled),
-    )  # fmt: skip
-    return LoadGenRun(
-        scenario=scenario,
-        valid=fields["Result is"] == "VALID",
-        reasons=reasons,
-        metric=metric,
-        value=value,
-        unit=unit,
-        samples_per_second=None if rate is None else float(rate),
-        scheduled_samples_per_second=None if scheduled is None else float(scheduled),
-        tokens_per_second=None if tokens is None else float(tokens),
-        latency_ms={k: v for k, v in latencies.items() if v is not None},
-        early_stopping_ms=early,
+    return _loadgen_run(
+        scenario, fields["Result is"] == "VALID", reasons, rate, latencies,
+        early_stopping_estimates("\n".join(text)),
+        scheduled=scheduled,
+        headline_scheduled=scheduled if first_rate == "Scheduled samples per second" else None,
+        tokens=tokens,
         settings={**settings, "scenario": scenario} if settings else {},
-    )
+    )  # fmt: skip
 
 
 def invalid_message(run: LoadGenRun) -> str:
