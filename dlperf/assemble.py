@@ -20,6 +20,7 @@ from dlperf.schema import (
     JobInfo,
     Metrics,
     ModelInfo,
+    PeerStat,
     Repeat,
     RepeatStatus,
     Result,
@@ -235,6 +236,138 @@ def micro_score(workload: dict[str, Any], samples_per_second: float) -> tuple[fl
     return None
 
 
+# What one step of `build_result` found: Metrics fields by name, and its warnings in order.
+Assessed = tuple[dict[str, Any], list[str]]
+
+
+def busy_warnings(ok: list[Repeat]) -> list[str]:
+    """One warning naming the repeats during which other processes took more than BUSY_SHARE
+    of the machine's CPUs."""
+    busy = [r for r in ok if r.machine_load and r.machine_load.other_share > BUSY_SHARE]
+    if not busy:
+        return []
+    worst = max(r.machine_load.other_share for r in busy)
+    return [
+        f"the machine was busy: other processes took up to {worst:.0%} of its CPUs "
+        f"during repeat(s) {', '.join(str(r.index) for r in busy)}, so these numbers "
+        "may be low; rerun when the machine is idle (`dlperf doctor` shows what runs)"
+    ]
+
+
+def assess_statistics(ok: list[Repeat], imported: bool) -> Assessed:
+    """The throughput's median and spread, the mean step time, and whether the numbers are
+    noisy: the repeats disagree or the machine was busy while they ran."""
+    throughput = summarize([r.throughput for r in ok], "samples/s")
+    # An imported log's result was made by a command this one does not know: no option to
+    # suggest, only what to do.
+    more = RERUN_NEUTRAL if imported else RERUN_WITH_REPEATS
+    warnings = noise_warnings(throughput, more_repeats=more) + busy_warnings(ok)
+    step_means = [
+        1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step)
+        for r in ok
+        if r.window  # imported LoadGen / FAMBench runs have no step window
+    ]
+    fields = {
+        "throughput": throughput,
+        "step_time_ms": summary_stats(step_means, "ms") if step_means else None,
+        "noisy": bool(warnings),
+    }
+    return fields, warnings
+
+
+def assess_telemetry(ok: list[Repeat]) -> Assessed:
+    """Samples per joule, and what the devices' sensors said went wrong in the window."""
+    warnings = throttle_warnings(ok) + missing_telemetry_warnings(ok)
+    return {"samples_per_joule": median_samples_per_joule(ok)}, warnings
+
+
+def assess_latency(
+    spec: BenchmarkSpec, ok: list[Repeat], target_p95: tuple[float, str] | None
+) -> Assessed:
+    """The latency percentiles, and whether the p95 (the logs' own suite's, else dlperf's)
+    is within spec.latency_target_ms."""
+    latency = latency_summary(ok)
+    fields: dict[str, Any] = {"latency_ms": latency}
+    p95, rule = target_p95 or (latency.get("p95"), "")
+    if spec.latency_target_ms is None or p95 is None:
+        return fields, []
+    # FAMBench's criterion: the 95th percentile batch latency within the target.
+    fields["latency_target_met"] = met = p95 <= spec.latency_target_ms
+    if met:
+        return fields, []
+    return fields, [
+        f"missed the latency target: p95 {p95:.3f} ms{rule} > {spec.latency_target_ms:g} ms"
+    ]
+
+
+def assess_loadgen(repeats: list[Repeat], ok: list[Repeat]) -> dict[str, Any]:
+    """LoadGen's metric over the ok repeats' runs and whether every run was VALID."""
+    fields: dict[str, Any] = {}
+    runs = [r.loadgen for r in ok if r.loadgen]
+    if runs:  # VALID runs only: an INVALID one is its own status, outside the median
+        fields["loadgen_metric"] = summary_stats([r.value for r in runs], runs[0].unit)
+    if any(r.loadgen for r in repeats):  # INVALID repeats included: they are not ok
+        fields["loadgen_valid"] = all(r.loadgen.valid for r in repeats if r.loadgen)
+    return fields
+
+
+def assess_compute(
+    spec: BenchmarkSpec, start: dict[str, Any], median: float, peak: tuple[float, str] | None
+) -> Assessed:
+    """At the median throughput: a microbenchmark's score, the model FLOP/s achieved and the
+    MFU against `peak`."""
+    fields: dict[str, Any] = {}
+    if spec.impl == "micro":
+        fields["score"], fields["score_unit"] = micro_score(start, median) or (None, None)
+    flops = start.get("flops_per_sample") or None
+    if not flops:
+        return fields, []
+    fields["achieved_flops"] = achieved = flops * median
+    warnings = []
+    if peak is None and spec.device == "cpu":
+        warnings.append(
+            "no MFU: the CPU peak could only be measured while the machine was busy, "
+            "which would overstate it; run `dlperf doctor --measure-peak` when idle"
+        )
+    if peak:
+        fields["peak_flops"], fields["peak_source"] = peak
+        fields["mfu"] = achieved / peak[0]
+    return fields, warnings
+
+
+def peer_numbers(spec: BenchmarkSpec, repeats: list[Repeat]) -> dict[str, dict[str, PeerStat]]:
+    """Peer suites' numbers by their own rules, beside dlperf's (a suite without any: absent)."""
+    peer = {SUPERBENCH: superbench_stats(spec, repeats)}
+    return {suite: stats for suite, stats in peer.items() if stats}
+
+
+def assess(
+    spec: BenchmarkSpec,
+    repeats: list[Repeat],
+    start: dict[str, Any],
+    peak: tuple[float, str] | None,
+    imported: bool,
+    target_p95: tuple[float, str] | None,
+) -> tuple[Metrics, list[str]]:
+    """The Metrics of checked `repeats` and the warnings of each step, in the steps' order;
+    without an ok repeat, only what the failed ones tell (LoadGen's verdict, peers' numbers)."""
+    ok = [r for r in repeats if r.status == RepeatStatus.ok]
+    fields = assess_loadgen(repeats, ok)
+    if not ok:
+        return Metrics(**fields, peer=peer_numbers(spec, repeats)), []
+    found, warnings = assess_statistics(ok, imported)
+    median = found["throughput"].median
+    for more, said in (
+        assess_telemetry(ok),
+        assess_latency(spec, ok, target_p95),
+        assess_compute(spec, start, median, peak),
+    ):
+        found |= more
+        warnings += said
+    fields |= found
+    return Metrics(**fields, peer=peer_numbers(spec, repeats)), warnings
+
+
 def build_result(
     spec: BenchmarkSpec,
     result_id: str,
@@ -255,110 +388,35 @@ def build_result(
     that decides spec.latency_target_ms, with the rule's name, when the logs' own suite defines
     it (FAMBench's per log); None: dlperf's p95, interpolated over every ok repeat's batches.
     """
-    warnings: list[str] = []
     repeats = checked_repeats(repeats)
-    ok = [r for r in repeats if r.status == RepeatStatus.ok]
     failed = [r for r in repeats if r.status != RepeatStatus.ok]
-    for r in failed:
-        warnings.append(f"repeat {r.index} {r.status.value}: {r.message}")
-
     start = described_workload(repeats)
-    throughput = step_time = loadgen_metric = loadgen_valid = latency_met = None
-    noisy = False
-    score = score_unit = None
-    latency: dict[str, float] = {}
-    achieved = peak_flops = mfu = None
-    peak_source = None
-    samples_per_joule = None
-    if ok:
-        throughput = summarize([r.throughput for r in ok], "samples/s")
-        # An imported log's result was made by a command this one does not know: no option
-        # to suggest, only what to do.
-        more = RERUN_NEUTRAL if imported else RERUN_WITH_REPEATS
-        noise = noise_warnings(throughput, more_repeats=more)
-        warnings += noise
-        noisy = bool(noise)
-        busy = [r for r in ok if r.machine_load and r.machine_load.other_share > BUSY_SHARE]
-        if busy:
-            noisy = True
-            worst = max(r.machine_load.other_share for r in busy)
-            warnings.append(
-                f"the machine was busy: other processes took up to {worst:.0%} of its CPUs "
-                f"during repeat(s) {', '.join(str(r.index) for r in busy)}, so these numbers "
-                "may be low; rerun when the machine is idle (`dlperf doctor` shows what runs)"
-            )
-        samples_per_joule = median_samples_per_joule(ok)
-        warnings += throttle_warnings(ok)
-        warnings += missing_telemetry_warnings(ok)
-        step_means = [
-            1000.0 * r.window.elapsed_s / (r.window.end_step - r.window.start_step)
-            for r in ok
-            if r.window  # imported LoadGen / FAMBench runs have no step window
-        ]
-        step_time = summary_stats(step_means, "ms") if step_means else None
-        latency = latency_summary(ok)
-        p95, rule = target_p95 or (latency.get("p95"), "")
-        if spec.latency_target_ms is not None and p95 is not None:
-            # FAMBench's criterion: the 95th percentile batch latency within the target.
-            latency_met = p95 <= spec.latency_target_ms
-            if not latency_met:
-                warnings.append(
-                    f"missed the latency target: p95 {p95:.3f} ms{rule} > "
-                    f"{spec.latency_target_ms:g} ms"
-                )
-        runs = [r.loadgen for r in ok if r.loadgen]
-        if runs:  # VALID runs only: an INVALID one is its own status, outside the median
-            loadgen_metric = summary_stats([r.value for r in runs], runs[0].unit)
-        if spec.impl == "micro":
-            score, score_unit = micro_score(start, throughput.median) or (None, None)
-        flops = start.get("flops_per_sample") or None
-        if flops:
-            achieved = flops * throughput.median
-            if peak is None and spec.device == "cpu":
-                warnings.append(
-                    "no MFU: the CPU peak could only be measured while the machine was busy, "
-                    "which would overstate it; run `dlperf doctor --measure-peak` when idle"
-                )
-            if peak:
-                peak_flops, peak_source = peak
-                mfu = achieved / peak_flops
-    if any(r.loadgen for r in repeats):  # INVALID repeats included: they are not ok
-        loadgen_valid = all(r.loadgen.valid for r in repeats if r.loadgen)
-    status = ResultStatus.ok if not failed else ResultStatus.partial if ok else ResultStatus.failed
-    # Peer suites' numbers by their own rules, beside dlperf's (a suite without any: absent).
-    peer = {SUPERBENCH: superbench_stats(spec, repeats)}
+    metrics, warnings = assess(spec, repeats, start, peak, imported, target_p95)
     return Result(
         id=result_id,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        status=status,
+        status=result_status(len(repeats), len(failed)),
         spec=spec,
         repeats=repeats,
-        metrics=Metrics(
-            throughput=throughput,
-            step_time_ms=step_time,
-            latency_ms=latency,
-            latency_target_met=latency_met,
-            loadgen_metric=loadgen_metric,
-            loadgen_valid=loadgen_valid,
-            score=score,
-            score_unit=score_unit,
-            achieved_flops=achieved,
-            peak_flops=peak_flops,
-            peak_source=peak_source,
-            mfu=mfu,
-            samples_per_joule=samples_per_joule,
-            noisy=noisy,
-            peer={suite: stats for suite, stats in peer.items() if stats},
-        ),
+        metrics=metrics,
         model=ModelInfo(params=start.get("params"), flops_per_sample=start.get("flops_per_sample")),
         environment=environment,
-        warnings=warnings,
+        warnings=[f"repeat {r.index} {r.status.value}: {r.message}" for r in failed] + warnings,
         source=source,
         origin="parse" if imported else "run",
-        job=job
-        or JobInfo(
-            launcher=None if imported else "local",
-            world_size=spec.world_size,
-            global_batch=spec.global_batch,
-        ),
+        job=job or local_job(spec, imported),
     )
+
+
+def result_status(repeats: int, failed: int) -> ResultStatus:
+    """ok: no repeat failed; partial: some did; failed: all did."""
+    if not failed:
+        return ResultStatus.ok
+    return ResultStatus.partial if failed < repeats else ResultStatus.failed
+
+
+def local_job(spec: BenchmarkSpec, imported: bool) -> JobInfo:
+    """The job of a result whose caller named none: a local run's, or an imported log's
+    (launched by a tool unknown here)."""
+    launcher = None if imported else "local"
+    return JobInfo(launcher=launcher, world_size=spec.world_size, global_batch=spec.global_batch)

@@ -728,108 +728,113 @@ def _write_marker(path: Path, data: dict[str, Any]) -> None:
 
 
 def _build(spec: EnvSpec, path: Path, log: Log) -> Env:
-    root = envs_root()
-    failed_log = root / f"{spec.name}.failed.log"
+    failed_log = envs_root() / f"{spec.name}.failed.log"
     interpreter = find_interpreter(spec.python)
-    python = path / "bin" / "python"
-    env = Env(spec, path, python, "")
-    host_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    host_env.pop("VIRTUAL_ENV", None)
+    env = Env(spec, path, path / "bin" / "python", "")
     path.mkdir(parents=True)
     try:
         (path / REQUIREMENTS).write_text("".join(f"{line}\n" for line in spec.requirements))
         with open(path / BUILD_LOG, "ab", buffering=0) as log_file:
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
             log_file.write(f"# dlperf env {spec.name}, build started {started}\n".encode())
-            log(f"creating venv with {interpreter}")
-            venv = [str(interpreter), "-m", "venv", str(path)]
-            if not spec.requirements:
-                venv.append("--without-pip")  # nothing to install; ensurepip costs seconds
-            _step(venv, log_file, env=host_env, cwd=path)
-            if spec.requirements:
-                log(f"installing {len(spec.requirements)} requirement(s) (log: {path / BUILD_LOG})")
-                pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
-                pip += ["--no-input", "-r", str(path / REQUIREMENTS), *spec.pip_args]
-                _step(pip, log_file, env=env.run_env(), cwd=path)
+            _install(spec, env, interpreter, log_file, log)
             log("verifying")
-            proc = _step(
-                [str(python), "-c", spec.verify],
-                log_file,
-                env=env.run_env(),
-                cwd=path,
-                timeout=_VERIFY_TIMEOUT_S,
-                capture_stdout=True,
-            )
-            out = proc.stdout.decode(errors="replace").strip().splitlines()
-            if not out or not out[-1].strip():
-                raise _StepFailed(
-                    [str(python), "-c", spec.verify],
-                    "printed nothing; it must print the framework version on its last line",
-                )
-            version = out[-1].strip()
-            py_version = (
-                _step(
-                    [str(python), "-c", "import platform; print(platform.python_version())"],
-                    log_file,
-                    env=env.run_env(),
-                    cwd=path,
-                    capture_stdout=True,
-                )
-                .stdout.decode()
-                .strip()
-            )
-            freeze = ""
-            if spec.requirements:
-                freeze = _step(
-                    [str(python), "-m", "pip", "freeze", "--disable-pip-version-check"],
-                    log_file,
-                    env=env.run_env(),
-                    cwd=path,
-                    capture_stdout=True,
-                ).stdout.decode(errors="replace")
-            _write_marker(
-                path,
-                {
-                    "layout_version": ENV_LAYOUT_VERSION,
-                    "name": spec.name,
-                    "digest": spec.digest,
-                    "framework": spec.framework,
-                    "variant": spec.variant,
-                    "python": spec.python,
-                    "requirements": list(spec.requirements),
-                    "pip_args": list(spec.pip_args),
-                    "lib_dirs": list(spec.lib_dirs),
-                    "verify": spec.verify,
-                    "framework_version": version,
-                    "python_version": py_version,
-                    "interpreter": str(interpreter),
-                    "pip_freeze": freeze.splitlines(),
-                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                },
-            )
+            version, py_version = _verify(spec, env, log_file)
+            freeze = _pip_freeze(env, log_file) if spec.requirements else ""
+            _write_marker(path, _marker(spec, interpreter, version, py_version, freeze))
     except BaseException as exc:
         # Keep the log where the user can read it, then leave no half-built env behind.
         with contextlib.suppress(OSError):
             shutil.copyfile(path / BUILD_LOG, failed_log)
         shutil.rmtree(path, ignore_errors=True)
-        if isinstance(exc, _StepFailed):
-            last = tail(failed_log, _LOG_TAIL_LINES) or "(no build log)"
-            raise DlperfError(
-                f"building env {spec.name} failed: `{' '.join(stored_argv(exc.argv))}` {exc.why}.\n"
-                f"Last lines of the build log:\n{last}\n"
-                f"Full build log: {failed_log}\n"
-                "Fix the cause shown in the log (for example a requirement pin that does not "
-                "exist on PyPI, or no network access to PyPI) and run again."
-            ) from None
-        if isinstance(exc, OSError):
-            raise DlperfError(
-                f"building env {spec.name} failed: {exc}; check free disk space and "
-                f"permissions under {root} and run again (build log: {failed_log})"
-            ) from exc
-        raise
+        error = _build_error(spec, exc, failed_log)
+        if error is None:
+            raise
+        raise error from (None if isinstance(exc, _StepFailed) else exc)
     failed_log.unlink(missing_ok=True)
     log(f"env {spec.name} ready ({spec.framework} {version})")
-    return Env(spec, path, python, version)
+    return Env(spec, path, env.python, version)
+
+
+def _install(spec: EnvSpec, env: Env, interpreter: Path, log_file: IO[bytes], log: Log) -> None:
+    """Create the venv with `interpreter`, then pip-install the spec's requirements into it."""
+    log(f"creating venv with {interpreter}")
+    # The host's Python settings must not reach the new venv's interpreter.
+    drop = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    host_env = {k: v for k, v in os.environ.items() if k not in drop}
+    venv = [str(interpreter), "-m", "venv", str(env.path)]
+    if not spec.requirements:
+        venv.append("--without-pip")  # nothing to install; ensurepip costs seconds
+    _step(venv, log_file, env=host_env, cwd=env.path)
+    if spec.requirements:
+        log(f"installing {len(spec.requirements)} requirement(s) (log: {env.path / BUILD_LOG})")
+        pip = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check"]
+        pip += ["--no-input", "-r", str(env.path / REQUIREMENTS), *spec.pip_args]
+        _step(pip, log_file, env=env.run_env(), cwd=env.path)
+
+
+def _verify(spec: EnvSpec, env: Env, log_file: IO[bytes]) -> tuple[str, str]:
+    """The framework version the spec's verify code prints on its last line, and the env's
+    Python version."""
+    verify = [str(env.python), "-c", spec.verify]
+    proc = _step(verify, log_file, env=env.run_env(), cwd=env.path, timeout=_VERIFY_TIMEOUT_S,
+                 capture_stdout=True)  # fmt: skip
+    out = proc.stdout.decode(errors="replace").strip().splitlines()
+    if not out or not out[-1].strip():
+        raise _StepFailed(
+            verify, "printed nothing; it must print the framework version on its last line"
+        )
+    probe = [str(env.python), "-c", "import platform; print(platform.python_version())"]
+    python = _step(probe, log_file, env=env.run_env(), cwd=env.path, capture_stdout=True)
+    return out[-1].strip(), python.stdout.decode().strip()
+
+
+def _pip_freeze(env: Env, log_file: IO[bytes]) -> str:
+    freeze = [str(env.python), "-m", "pip", "freeze", "--disable-pip-version-check"]
+    proc = _step(freeze, log_file, env=env.run_env(), cwd=env.path, capture_stdout=True)
+    return proc.stdout.decode(errors="replace")
+
+
+def _marker(
+    spec: EnvSpec, interpreter: Path, version: str, py_version: str, freeze: str
+) -> dict[str, Any]:
+    """The marker of a built env: its spec, what the build verified, and when it ended."""
+    return {
+        "layout_version": ENV_LAYOUT_VERSION,
+        "name": spec.name,
+        "digest": spec.digest,
+        "framework": spec.framework,
+        "variant": spec.variant,
+        "python": spec.python,
+        "requirements": list(spec.requirements),
+        "pip_args": list(spec.pip_args),
+        "lib_dirs": list(spec.lib_dirs),
+        "verify": spec.verify,
+        "framework_version": version,
+        "python_version": py_version,
+        "interpreter": str(interpreter),
+        "pip_freeze": freeze.splitlines(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _build_error(spec: EnvSpec, exc: BaseException, failed_log: Path) -> DlperfError | None:
+    """What a user can act on when a build failed with `exc` (None: `exc` goes up as it is)."""
+    if isinstance(exc, _StepFailed):
+        last = tail(failed_log, _LOG_TAIL_LINES) or "(no build log)"
+        return DlperfError(
+            f"building env {spec.name} failed: `{' '.join(stored_argv(exc.argv))}` {exc.why}.\n"
+            f"Last lines of the build log:\n{last}\n"
+            f"Full build log: {failed_log}\n"
+            "Fix the cause shown in the log (for example a requirement pin that does not "
+            "exist on PyPI, or no network access to PyPI) and run again."
+        )
+    if isinstance(exc, OSError):
+        return DlperfError(
+            f"building env {spec.name} failed: {exc}; check free disk space and "
+            f"permissions under {failed_log.parent} and run again (build log: {failed_log})"
+        )
+    return None
 
 
 def ensure_env(spec: EnvSpec, *, rebuild: bool = False, log: Log | None = None) -> Env:

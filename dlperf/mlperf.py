@@ -54,11 +54,10 @@ def read_dir(path: Path) -> LoadGenRun:
     return run.model_copy(update={"log_dir": str(folder)})
 
 
-def detail_entries(text: str | Iterable[str]) -> dict[str, Any]:
-    """key -> value of every `:::MLLOG` line (a repeated key keeps its last value), from the
-    text or its lines."""
+def detail_entries(lines: Iterable[str]) -> dict[str, Any]:
+    """key -> value of every `:::MLLOG` line (a repeated key keeps its last value)."""
     out: dict[str, Any] = {}
-    for line in text.splitlines() if isinstance(text, str) else text:
+    for line in lines:
         _, sep, payload = line.partition(":::MLLOG ")
         if not sep:
             continue
@@ -68,10 +67,6 @@ def detail_entries(text: str | Iterable[str]) -> dict[str, Any]:
             continue  # a truncated last line
         out[entry.get("key", "")] = entry.get("value")
     return out
-
-
-def from_detail(text: str) -> LoadGenRun:
-    return from_detail_entries(detail_entries(text))
 
 
 def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
@@ -128,14 +123,37 @@ def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
             reasons.append(" ".join(str(e[key]).split()))
     scheduled = e.get("result_scheduled_samples_per_sec")
     version = str(e.get("loadgen_version") or "")
-    metric, value, unit = headline(
-        scenario, rate, latencies, early,
-        scheduled=scheduled if _server_headline_is_scheduled(version) else None,
+    return _loadgen_run(
+        scenario, e["result_validity"] == "VALID", reasons, rate, latencies, early,
+        scheduled=scheduled,
+        headline_scheduled=scheduled if _server_headline_is_scheduled(version) else None,
+        tokens=e.get("result_tokens_per_second", e.get("result_completed_tokens_per_second")),
+        query_count=e.get("result_query_count"),
+        settings={k[len("effective_") :]: v for k, v in e.items() if k.startswith("effective_")},
+        loadgen_version=e.get("loadgen_version"),
     )  # fmt: skip
-    tokens = e.get("result_tokens_per_second", e.get("result_completed_tokens_per_second"))
+
+
+def _loadgen_run(
+    scenario: str,
+    valid: bool,
+    reasons: list[str],
+    rate: float | str | None,
+    latencies: dict[str, float | None],
+    early: dict[str, float],
+    *,
+    scheduled: float | str | None,
+    headline_scheduled: float | str | None,
+    tokens: float | str | None,
+    **facts: Any,
+) -> LoadGenRun:
+    """The run a log's numbers describe (as the log wrote them: a summary's are text), with
+    the headline LoadGen gave it (`headline_scheduled`: Server's scheduled rate, where that
+    was the headline)."""
+    metric, value, unit = headline(scenario, rate, latencies, early, scheduled=headline_scheduled)
     return LoadGenRun(
         scenario=scenario,
-        valid=e["result_validity"] == "VALID",
+        valid=valid,
         reasons=reasons,
         metric=metric,
         value=value,
@@ -145,9 +163,7 @@ def from_detail_entries(e: dict[str, Any]) -> LoadGenRun:
         tokens_per_second=None if tokens is None else float(tokens),
         latency_ms={k: v for k, v in latencies.items() if v is not None},
         early_stopping_ms=early,
-        query_count=e.get("result_query_count"),
-        settings={k[len("effective_") :]: v for k, v in e.items() if k.startswith("effective_")},
-        loadgen_version=e.get("loadgen_version"),
+        **facts,
     )
 
 
@@ -207,11 +223,6 @@ def headline(
 _SUMMARY_LINE = re.compile(r"^\s*([^:]+?)\s*:\s*(.+?)\s*$")
 
 
-def from_summary(text: str) -> LoadGenRun:
-    """The summary's own lines, for folders where the detail log was not kept."""
-    return from_summary_lines(text.splitlines())
-
-
 _PARAMETERS = "Test Parameters Used"
 _UNIT_SUFFIX = re.compile(r"\s*\((ns|ms)\)$")
 
@@ -226,10 +237,11 @@ def _number(text: str) -> int | float | str:
 
 
 def from_summary_lines(lines: Iterable[str]) -> LoadGenRun:
-    """`from_summary` of the summary's lines, read as they come: the headline LoadGen printed
-    first, the statistics (MultiStream's per query), the early-stopping estimates and the
-    "Test Parameters Used" under the detail log's names (`target_latency (ns)` ->
-    `target_latency_ns`), so a summary alone gives the run the detail log would."""
+    """The run a summary's lines describe (for folders where the detail log was not kept),
+    read as they come: the headline LoadGen printed first, the statistics (MultiStream's per
+    query), the early-stopping estimates and the "Test Parameters Used" under the detail log's
+    names (`target_latency (ns)` -> `target_latency_ns`), so a summary alone gives the run the
+    detail log would."""
     fields: dict[str, str] = {}
     settings: dict[str, Any] = {}
     first_rate: str | None = None
@@ -278,26 +290,14 @@ def from_summary_lines(lines: Iterable[str]) -> LoadGenRun:
         ("Early stopping satisfied", "early stopping not met"),
     )
     reasons = [why for key, why in checks if fields.get(key, "Yes").upper().startswith("NO")]
-    early = early_stopping_estimates("\n".join(text))
-    headline_scheduled = scheduled if first_rate == "Scheduled samples per second" else None
-    metric, value, unit = headline(
-        scenario, None if rate is None else float(rate), latencies, early,
-        scheduled=None if headline_scheduled is None else float(headline_scheduled),
-    )  # fmt: skip
-    return LoadGenRun(
-        scenario=scenario,
-        valid=fields["Result is"] == "VALID",
-        reasons=reasons,
-        metric=metric,
-        value=value,
-        unit=unit,
-        samples_per_second=None if rate is None else float(rate),
-        scheduled_samples_per_second=None if scheduled is None else float(scheduled),
-        tokens_per_second=None if tokens is None else float(tokens),
-        latency_ms={k: v for k, v in latencies.items() if v is not None},
-        early_stopping_ms=early,
+    return _loadgen_run(
+        scenario, fields["Result is"] == "VALID", reasons, rate, latencies,
+        early_stopping_estimates("\n".join(text)),
+        scheduled=scheduled,
+        headline_scheduled=scheduled if first_rate == "Scheduled samples per second" else None,
+        tokens=tokens,
         settings={**settings, "scenario": scenario} if settings else {},
-    )
+    )  # fmt: skip
 
 
 def invalid_message(run: LoadGenRun) -> str:

@@ -118,52 +118,21 @@ def run_process(
         raise DlperfError("run_process needs a program to run, got an empty argv")
     log_path = Path(log_path)
     watch = [Path(p) for p in watch_paths]
+    limits = _Limits(timeout_s, no_output_timeout_s, watch, kill_grace_s, cancel)
     try:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "w", encoding="utf-8", errors="replace", newline="") as log:
             log.write(f"# dlperf: {shlex.join(stored_argv(argv))}\n")
             log.flush()
             start = time.monotonic()
-            # A Ctrl-C or SIGTERM between fork and the try below would leave the child running:
-            # signals wait until it is started and registered, then arrive inside the try.
+            # A Ctrl-C or SIGTERM between fork and the wait would leave the child running:
+            # signals wait until it is started and registered, then arrive inside the wait.
             with _SignalsHeld() as held:
                 proc = _start(argv, env=env, cwd=cwd, log=log, stdout_path=stdout_path)
                 _register(proc.pid)
-            pgid = proc.pid  # start_new_session=True: the child leads its own session and group
             reader = _Reader(proc, log, on_line, start)
             reader.start()
-            notes: list[str] = []
-            try:
-                try:
-                    held.deliver()
-                    outcome, reason = _wait(
-                        proc, reader, start, timeout_s, no_output_timeout_s, watch, cancel
-                    )
-                except KeyboardInterrupt:
-                    notes.append(_kill_tree(proc, pgid, kill_grace_s, "KeyboardInterrupt"))
-                    raise
-                if outcome == "exited":
-                    note = _reap_stragglers(pgid, kill_grace_s)
-                else:
-                    note = _kill_tree(proc, pgid, kill_grace_s, reason)
-                if note:
-                    notes.append(note)
-                exit_code = proc.returncode if outcome == "exited" else None
-                wall_s = time.monotonic() - start
-            finally:
-                # Every path: make sure nothing we started survives, the reader is done with the
-                # file, and our notes land at the end of the log.
-                if proc.poll() is None:  # only reachable through an unexpected error above
-                    with contextlib.suppress(BaseException):
-                        notes.append(_kill_tree(proc, pgid, 0.0, "an internal error"))
-                with contextlib.suppress(BaseException):
-                    if note := _unregister(proc.pid, kill_grace_s):
-                        notes.append(note)
-                reader.finish()
-                with contextlib.suppress(OSError):  # a full disk: reader.write_error says so
-                    for note in notes:
-                        log.write(f"# dlperf: {note}\n")
-                    log.flush()
+            outcome, exit_code, wall_s = _supervise(proc, reader, held, log, start, limits)
     except OSError as exc:  # the log's disk is full, read-only, or gone
         if exc.errno not in STORAGE_ERRNOS:
             raise
@@ -174,6 +143,61 @@ def run_process(
     if reader.write_error is not None:  # the workload ran; its log could not be kept
         raise storage_error(log_path, reader.write_error)
     return ProcResult(exit_code=exit_code, outcome=outcome, wall_s=wall_s, log_path=log_path)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """When `run_process` ends a child, and how (see its arguments)."""
+
+    timeout_s: float | None
+    no_output_timeout_s: float | None
+    watch: list[Path]
+    kill_grace_s: float
+    cancel: threading.Event | None
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    reader: _Reader,
+    held: _SignalsHeld,
+    log: TextIO,
+    start: float,
+    limits: _Limits,
+) -> tuple[str, int | None, float]:
+    """(outcome, exit code, wall seconds) of a started, registered child: wait for it under
+    `limits`, then leave nothing of it running, whatever happens, with notes at the log's end."""
+    pgid = proc.pid  # start_new_session=True: the child leads its own session and group
+    grace = limits.kill_grace_s
+    notes: list[str] = []
+    try:
+        try:
+            held.deliver()
+            outcome, reason = _wait(proc, reader, start, limits)
+        except KeyboardInterrupt:
+            notes.append(_kill_tree(proc, pgid, grace, "KeyboardInterrupt"))
+            raise
+        if outcome == "exited":
+            note = _reap_stragglers(pgid, grace)
+        else:
+            note = _kill_tree(proc, pgid, grace, reason)
+        if note:
+            notes.append(note)
+        exit_code = proc.returncode if outcome == "exited" else None
+        return outcome, exit_code, time.monotonic() - start
+    finally:
+        # Every path: make sure nothing we started survives, the reader is done with the
+        # file, and our notes land at the end of the log.
+        if proc.poll() is None:  # only reachable through an unexpected error above
+            with contextlib.suppress(BaseException):
+                notes.append(_kill_tree(proc, pgid, 0.0, "an internal error"))
+        with contextlib.suppress(BaseException):
+            if note := _unregister(proc.pid, grace):
+                notes.append(note)
+        reader.finish()
+        with contextlib.suppress(OSError):  # a full disk: reader.write_error says so
+            for note in notes:
+                log.write(f"# dlperf: {note}\n")
+            log.flush()
 
 
 def tail(path: Path, lines: int = 40, max_chars: int = 8000) -> str:
@@ -519,15 +543,11 @@ def _watch_signature(paths: Sequence[Path]) -> tuple[tuple[int, int] | None, ...
 
 
 def _wait(
-    proc: subprocess.Popen[bytes],
-    reader: _Reader,
-    start: float,
-    timeout_s: float | None,
-    no_output_timeout_s: float | None,
-    watch: Sequence[Path],
-    cancel: threading.Event | None = None,
+    proc: subprocess.Popen[bytes], reader: _Reader, start: float, limits: _Limits
 ) -> tuple[str, str]:
     """Wait for the child to exit or a timeout to fire. Returns (outcome, reason for the log)."""
+    timeout_s, no_output_timeout_s = limits.timeout_s, limits.no_output_timeout_s
+    watch, cancel = limits.watch, limits.cancel
     last_sig = _watch_signature(watch) if watch else ()
     last_watch_change = start
     while True:

@@ -189,6 +189,29 @@ def _overrides(given: dict[str, Any], shape: PresetValues) -> dict[str, Any]:
 
 def expand(table: dict[str, Any]) -> SweepPlan:
     """Every configuration of the matrix in `table` (the [sweep] table), checked."""
+    sweep = _validated(table)
+    declared = _declared_options(sweep)
+    plan = SweepPlan([], pythons={k: v.expanduser() for k, v in sweep.python.items()})
+    specs: dict[tuple, BenchmarkSpec] = {}
+    dimensions = _dimensions(sweep)
+    for chosen in itertools.product(*dimensions.values()):
+        given = dict(zip(dimensions, chosen, strict=True))
+        spec = _cell_spec(given, declared, sweep.preset, plan.skipped)
+        if spec is not None:
+            specs.setdefault(spec_key(spec), spec)
+    plan.specs = list(specs.values())
+    if not plan.specs:
+        raise DlperfError(
+            "the sweep has no configuration to run: "
+            + "; ".join(sorted(set(plan.skipped)))
+            + "; `dlperf list` shows which framework has which model"
+        )
+    return plan
+
+
+def _validated(table: dict[str, Any]) -> Any:  # a SweepFile: a model made at import
+    """The [sweep] table as a SweepFile, its problems said in the file's own terms; a list
+    that names a value twice is refused (the sweep would run a configuration twice)."""
     try:
         sweep = SweepFile.model_validate(table)
     except ValidationError as exc:
@@ -211,6 +234,12 @@ def expand(table: dict[str, Any]) -> SweepPlan:
                     f"[sweep] {name} lists {_toml(twice)} twice: the sweep would run the same "
                     "configuration twice"
                 )
+    return sweep
+
+
+def _declared_options(sweep: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """(framework, model) -> the workload options it declares, for every pair of the sweep a
+    framework runs; the frameworks, models, [sweep.python] and [sweep.set] keys checked."""
     adapters = {fw: get_adapter(fw) for fw in sweep.frameworks}  # unknown: names the known
     for model in sweep.models:
         get_model(model)  # unknown: names the known
@@ -226,62 +255,67 @@ def expand(table: dict[str, Any]) -> SweepPlan:
             f"[sweep.set] key(s) {', '.join(unknown)} are taken by none of the sweep's "
             f"workloads; their keys: {', '.join(sorted(takers)) or '(none)'}"
         )
-    for key, values in sorted(sweep.set.items()):  # "5" and "5.0": one value of a number
+    for key, values in sorted(sweep.set.items()):
         for (fw, model), options in declared.items():
-            if not isinstance(options.get(key), WorkloadOption):
-                continue
-            seen: dict[object, str] = {}
-            for value in values:
-                same = seen.setdefault(options[key].canonical(value), value)
-                if same != value:
-                    kind = "integer" if options[key].kind is int else "number"
-                    raise DlperfError(
-                        f"[sweep.set] {key} lists {same} and {value}: one {kind} to {fw} "
-                        f"{model}, so the sweep would run the same configuration twice"
-                    )
-    set_keys = sorted(sweep.set)
-    set_values = [[str(v) for v in sweep.set[k]] for k in set_keys]
-    # Each key's values (a list key's list, any other key's one value): the matrix is their
-    # product; a [sweep.set] key given as a list is one more dimension.
+            if isinstance(options.get(key), WorkloadOption):
+                _check_distinct(options[key], key, values, f"{fw} {model}")
+    return declared
+
+
+def _check_distinct(option: WorkloadOption, key: str, values: list, workload: str) -> None:
+    """ "5" and "5.0" are one value of a number: a [sweep.set] list may not give both."""
+    seen: dict[object, str] = {}
+    for value in values:
+        same = seen.setdefault(option.canonical(value), value)
+        if same != value:
+            kind = "integer" if option.kind is int else "number"
+            raise DlperfError(
+                f"[sweep.set] {key} lists {same} and {value}: one {kind} to {workload}, "
+                "so the sweep would run the same configuration twice"
+            )
+
+
+def _dimensions(sweep: Any) -> dict[str, list]:
+    """Each key's values (a list key's list, any other key's one value): the matrix is their
+    product; a [sweep.set] key given as a list is one more dimension."""
     dimensions = {}
     for name, (key, _) in SWEEP_KEYS.items():
         value = sweep
         for part in name.split("."):
             value = getattr(value, part)
         dimensions[name] = value if key.many and value is not None else [value]
+    set_keys = sorted(sweep.set)
+    set_values = [[str(v) for v in sweep.set[k]] for k in set_keys]
     dimensions["set"] = [dict(zip(set_keys, chosen, strict=True))
                          for chosen in itertools.product(*set_values)]  # fmt: skip
-    plan = SweepPlan([], pythons={k: v.expanduser() for k, v in sweep.python.items()})
-    specs: dict[tuple, BenchmarkSpec] = {}
-    for chosen in itertools.product(*dimensions.values()):
-        given = dict(zip(dimensions, chosen, strict=True))
-        fw, model, impl = given["frameworks"], given["models"], given["impls"]
-        if (fw, model) not in declared:
-            plan.skipped.append(f"{fw} has no {model}")
-            continue
-        micro = get_model(model).kind == "micro"
-        if impl is not None and (impl == "micro") != micro:
-            plan.skipped.append(f"{model} does not run with impl {impl}")
-            continue
-        given["set"] = {k: v for k, v in given["set"].items() if k in declared[fw, model]}
-        overrides = _overrides(given, preset_values(model, sweep.preset))
-        if impl == "official":
-            try:
-                spec = resolve_overrides(overrides)
-            except DlperfError as exc:  # no official implementation of this pair
-                plan.skipped.append(f"{fw} {model} official: {exc}")
-                continue
-        else:
-            spec = resolve_overrides(overrides)
-        specs.setdefault(spec_key(spec), spec)
-    plan.specs = list(specs.values())
-    if not plan.specs:
-        raise DlperfError(
-            "the sweep has no configuration to run: "
-            + "; ".join(sorted(set(plan.skipped)))
-            + "; `dlperf list` shows which framework has which model"
-        )
-    return plan
+    return dimensions
+
+
+def _cell_spec(
+    given: dict[str, Any],
+    declared: dict[tuple[str, str], dict[str, Any]],
+    preset: str,
+    skipped: list[str],
+) -> BenchmarkSpec | None:
+    """The spec of one cell of the matrix (`given`: each dimension's value), or None, with
+    the reason added to `skipped`, when the cell is not a configuration dlperf runs."""
+    fw, model, impl = given["frameworks"], given["models"], given["impls"]
+    if (fw, model) not in declared:
+        skipped.append(f"{fw} has no {model}")
+        return None
+    micro = get_model(model).kind == "micro"
+    if impl is not None and (impl == "micro") != micro:
+        skipped.append(f"{model} does not run with impl {impl}")
+        return None
+    given = {**given, "set": {k: v for k, v in given["set"].items() if k in declared[fw, model]}}
+    overrides = _overrides(given, preset_values(model, preset))
+    if impl != "official":
+        return resolve_overrides(overrides)
+    try:
+        return resolve_overrides(overrides)
+    except DlperfError as exc:  # no official implementation of this pair
+        skipped.append(f"{fw} {model} official: {exc}")
+        return None
 
 
 @dataclass
@@ -402,66 +436,19 @@ def run_sweep(
 ) -> tuple[list[tuple[Result, Path]], dict[str, str]]:
     """Run the plan; returns the stored results and the configs that could not run at all."""
     cb = callbacks or SweepCallbacks()
-    todo = []
-    # What this machine has already measured: a result of another machine is not this one's.
-    stored = {identity_of(r).key for r in ResultStore(results_dir).newest()} if resume else set()
-    for spec in plan.specs:
-        benchmark, settings = spec_key(spec)
-        if (benchmark, this_machine(spec.device).id, settings) in stored:
-            cb.message(f"skip {describe(spec)}: a result exists (--no-resume to rerun)")
-            continue
-        todo.append(spec)
-    runs: dict[str, PreparedRun] = {}
-    done: dict[str, dict[int, Repeat]] = {}
-    failed_env: dict[str, str] = {}
-    if todo:  # a folder that cannot take the sweep is refused before its lock is made there
-        check_readable(results_dir)
-        check_writable(results_dir, "the results folder")
-    sweep = SweepLock(results_dir) if todo else None  # one lock for every attempt it runs
+    todo = _not_measured(plan.specs, results_dir, cb) if resume else list(plan.specs)
+    if not todo:
+        cb.planned(0)  # nothing left to measure
+        return [], {}
+    # A folder that cannot take the sweep is refused before its lock is made there.
+    check_readable(results_dir)
+    check_writable(results_dir, "the results folder")
+    sweep = SweepLock(results_dir)  # one lock for every attempt it runs
     try:
-        for spec in todo:
-            key = describe(spec)
-            attempt = _resume_state(results_dir, spec, sweep) if resume else None
-            if attempt and attempt.finished:
-                cb.message(f"resume {key}: {len(attempt.finished)} repeat(s) already done")
-            try:
-                runs[key] = prepare_run(
-                    spec,
-                    results_dir,
-                    result_id=attempt.result_id if attempt else None,
-                    python=plan.pythons.get(spec.framework),
-                )
-            except StorageError:
-                raise  # the results folder itself: no other configuration can be stored either
-            except DlperfError as exc:  # e.g. an env that cannot be built: the sweep goes on
-                failed_env[key] = str(exc)
-                cb.message(f"[{key}] cannot run: {exc}")
-                continue
-            atomic_write_json(
-                runs[key].raw_dir / STATE_FILE,
-                {"spec": json.loads(spec.model_dump_json()), "owner": sweep.owner},
-            )
-            done[key] = attempt.finished if attempt else {}
+        runs, done, failed_env = _prepare(todo, plan, results_dir, sweep, resume, cb)
         cb.planned(sum(s.repeats - len(done[describe(s)]) for s in todo if describe(s) in runs))
+        _measure_interleaved(todo, runs, done, cb)
         outcomes = []
-        for index in range(1, max((s.repeats for s in todo), default=0) + 1):
-            for spec in todo:
-                key = describe(spec)
-                if key not in runs or index > spec.repeats or index in done[key]:
-                    continue
-                cb.repeat_started(spec, index)
-                try:
-                    repeat = runs[key].measure(index)
-                    _save_repeat(runs[key], repeat)
-                except StorageError as exc:  # the results disk: no later repeat could be kept
-                    remove_empty_files(runs[key].raw_dir)
-                    raise StorageError(
-                        f"{exc}; the sweep stopped there: the repeats saved before resume with the "
-                        "same `dlperf sweep` command once the folder can be written",
-                        exit_code=2,
-                    ) from None
-                done[key][index] = repeat
-                cb.repeat_done(spec, repeat)
         for spec in todo:
             key = describe(spec)
             if key in runs:
@@ -471,6 +458,87 @@ def run_sweep(
                 cb.config_done(result, path)
                 outcomes.append((result, path))
     finally:  # an interrupted attempt is free to resume at once
-        if sweep is not None:
-            sweep.close()
+        sweep.close()
     return outcomes, failed_env
+
+
+def _not_measured(
+    specs: list[BenchmarkSpec], results_dir: Path, cb: SweepCallbacks
+) -> list[BenchmarkSpec]:
+    """The specs this machine has no stored result of (a result of another machine is not
+    this one's)."""
+    stored = {identity_of(r).key for r in ResultStore(results_dir).newest()}
+    todo = []
+    for spec in specs:
+        benchmark, settings = spec_key(spec)
+        if (benchmark, this_machine(spec.device).id, settings) in stored:
+            cb.message(f"skip {describe(spec)}: a result exists (--no-resume to rerun)")
+            continue
+        todo.append(spec)
+    return todo
+
+
+def _prepare(
+    todo: list[BenchmarkSpec],
+    plan: SweepPlan,
+    results_dir: Path,
+    sweep: SweepLock,
+    resume: bool,
+    cb: SweepCallbacks,
+) -> tuple[dict[str, PreparedRun], dict[str, dict[int, Repeat]], dict[str, str]]:
+    """Each configuration prepared (an abandoned attempt at it resumed) and claimed by `sweep`:
+    its run, the repeats it already has, and why the others cannot run, by configuration."""
+    runs: dict[str, PreparedRun] = {}
+    done: dict[str, dict[int, Repeat]] = {}
+    failed_env: dict[str, str] = {}
+    for spec in todo:
+        key = describe(spec)
+        attempt = _resume_state(results_dir, spec, sweep) if resume else None
+        if attempt and attempt.finished:
+            cb.message(f"resume {key}: {len(attempt.finished)} repeat(s) already done")
+        try:
+            runs[key] = prepare_run(
+                spec,
+                results_dir,
+                result_id=attempt.result_id if attempt else None,
+                python=plan.pythons.get(spec.framework),
+            )
+        except StorageError:
+            raise  # the results folder itself: no other configuration can be stored either
+        except DlperfError as exc:  # e.g. an env that cannot be built: the sweep goes on
+            failed_env[key] = str(exc)
+            cb.message(f"[{key}] cannot run: {exc}")
+            continue
+        atomic_write_json(
+            runs[key].raw_dir / STATE_FILE,
+            {"spec": json.loads(spec.model_dump_json()), "owner": sweep.owner},
+        )
+        done[key] = attempt.finished if attempt else {}
+    return runs, done, failed_env
+
+
+def _measure_interleaved(
+    todo: list[BenchmarkSpec],
+    runs: dict[str, PreparedRun],
+    done: dict[str, dict[int, Repeat]],
+    cb: SweepCallbacks,
+) -> None:
+    """Repeat 1 of every configuration, then repeat 2, ...: each saved as it ends (`done`)."""
+    for index in range(1, max((s.repeats for s in todo), default=0) + 1):
+        for spec in todo:
+            key = describe(spec)
+            if key not in runs or index > spec.repeats or index in done[key]:
+                continue
+            cb.repeat_started(spec, index)
+            try:
+                repeat = runs[key].measure(index)
+                _save_repeat(runs[key], repeat)
+            except StorageError as exc:  # the results disk: no later repeat could be kept
+                remove_empty_files(runs[key].raw_dir)
+                raise StorageError(
+                    f"{exc}; the sweep stopped there: the repeats saved before resume with the "
+                    "same `dlperf sweep` command once the folder can be written",
+                    exit_code=2,
+                ) from None
+            done[key][index] = repeat
+            cb.repeat_done(spec, repeat)

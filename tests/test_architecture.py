@@ -4,7 +4,9 @@
   inside a function (a function-level import that dodges a cycle is still the cycle), and so
   does a module named by string to `importlib.import_module` (the adapter registry);
 * the scripts that run inside a framework's env (workload.py, micro.py, pace.py, dist_node.py,
-  zoo.py, adapters/_shared/) import no dlperf code: that env has only the framework.
+  zoo.py, adapters/_shared/) import no dlperf code: that env has only the framework;
+* the CLI imports no private module of the core (`dlperf.report._data`): what it shows, the
+  core's public modules compute (scaling and suspect marks: `dlperf.analysis`).
 """
 
 from __future__ import annotations
@@ -173,6 +175,20 @@ def test_nothing_but_the_core_imports_the_runner_for_spec_or_results() -> None:
     for module in ("dlperf.spec", "dlperf.assemble"):
         assert "dlperf.runner" not in graph[module]
         assert not any(m.startswith("dlperf.importers") for m in graph[module])
+
+
+def test_the_cli_imports_no_private_module_of_the_core() -> None:
+    graph = import_graph()
+    cli = [m for m in graph if m.startswith("dlperf.cli.")]
+    assert "dlperf.cli.run" in cli and "dlperf.report._data" in graph
+    offending = [
+        f"{module} imports {target}"
+        for module in cli
+        for target in sorted(graph[module])
+        if not target.startswith("dlperf.cli.")
+        and any(part.startswith("_") for part in target.split(".")[1:])
+    ]
+    assert not offending, "the CLI imports private modules:\n" + "\n".join(offending)
 
 
 def test_workload_scripts_import_no_dlperf_code() -> None:

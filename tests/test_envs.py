@@ -197,6 +197,29 @@ def test_failing_verify_leaves_no_env():
     assert (envs_root() / f"{spec.name}.failed.log").is_file()
 
 
+@pytest.mark.multiprocess
+def test_a_verify_that_prints_nothing_leaves_no_env():
+    spec = EnvSpec("tiny", "silent", PY, (), "pass")
+    with pytest.raises(DlperfError, match="printed nothing; it must print the framework version"):
+        ensure_env(spec)
+    assert not (envs_root() / spec.name).exists()
+
+
+@pytest.mark.multiprocess
+def test_a_full_disk_during_a_build_says_where(monkeypatch):
+    spec = plain_spec("full")
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(envs, "_write_marker", full)  # the build's own files, not a step's
+    with pytest.raises(DlperfError, match="No space left on device; check free disk space") as info:
+        ensure_env(spec)
+    assert f"under {envs_root()} and run again" in str(info.value)
+    assert isinstance(info.value.__cause__, OSError)
+    assert not (envs_root() / spec.name).exists()
+
+
 def test_interrupted_build_is_removed(monkeypatch):
     spec = plain_spec("interrupted")
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from dlperf.logformats import FORMATS, LogContext, parse_log
-from dlperf.logformats.reading import detect_failure
 from dlperf.stats import TooFewSteps, window_throughput
 
 TF2 = "dlperf/tf2_resnet50"
@@ -74,12 +73,13 @@ def test_keras_corrupt_and_missing_lines(fixtures: Path) -> None:
     ],
 )  # fmt: skip
 def test_failures_are_detected(line: str, what: str) -> None:
-    assert detect_failure(f"some output\n{line}\nmore\n").startswith(what)
+    run = parse_log("keras_time_history", f"some output\n{line}\nmore\n", LogContext(128))
+    assert run.failure.startswith(what)
 
 
 def test_a_clean_log_has_no_failure(fixtures: Path) -> None:
     text = (fixtures / TF2 / "1n8g" / "rn50_b128_fp32_1.log").read_text()
-    assert detect_failure(text) is None
+    assert parse_log("keras_time_history", text, LogContext(128)).failure is None
 
 
 # ----------------------------------------------------------------- pytorch/examples

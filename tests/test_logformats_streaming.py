@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from dlperf.events import Mark, ParsedRun, parse_events, parse_events_file
-from dlperf.importers.fambench import parse_bmlog, read_bmlog
+from dlperf.importers.fambench import parse_bmlog_lines, read_bmlog
 from dlperf.logformats import (
     FORMATS,
     LogContext,
@@ -32,7 +32,7 @@ from dlperf.logformats import (
     parse_lines,
     parse_log,
 )
-from dlperf.logformats.reading import detect_failure, file_chunks, text_chunks
+from dlperf.logformats.reading import file_chunks, text_chunks
 from dlperf.stats import window_throughput
 
 SNAPSHOT = Path(__file__).with_name("snapshots") / "logformats-streaming.json"
@@ -365,9 +365,9 @@ def test_failures_split_across_chunks() -> None:
         chunks = text_chunks(text, size)
         run = parse_chunks("keras_time_history", chunks, LogContext(8), "surrogatepass")
         assert run.failure == "an uncaught Python exception (KeyError: 'lr')"
-    assert detect_failure(text) == run.failure
     # an OOM anywhere outranks a traceback before it
-    assert detect_failure(text + "OOM when allocating\n").startswith("out of memory")
+    oom = parse_log("keras_time_history", text + "OOM when allocating\n", LogContext(8))
+    assert oom.failure.startswith("out of memory")
 
 
 # ------------------------------------------------------------------ a horizon
@@ -708,4 +708,4 @@ def test_events_and_fambench_files_read_as_their_text(fixtures: Path, tmp_path: 
     events.write_bytes(text.encode())
     assert parse_events_file(events) == parse_events(events.read_text())
     for log in sorted((fixtures / "fambench").glob("*.log")):
-        assert read_bmlog(log) == parse_bmlog(log.read_text())
+        assert read_bmlog(log) == parse_bmlog_lines(log.read_text().splitlines())

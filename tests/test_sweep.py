@@ -6,7 +6,7 @@ import pytest
 from conftest import throughput_from_marks
 
 from dlperf import DlperfError
-from dlperf.identity import spec_key
+from dlperf.identity import describe, spec_key
 from dlperf.schema import ResultStatus
 from dlperf.store import ResultStore
 from dlperf.sweep import SweepCallbacks, load_plan, run_sweep
@@ -168,6 +168,28 @@ def test_the_sweep_command_ends_with_a_table_and_the_warnings(tmp_path):
     assert "configuration" in table and "status" in table
     assert "exit_at_step=3" in table and "failed" in table and "samples/s" in table
     assert "warning" in table and "too_few_steps" in table  # the failed config's repeats
+
+
+@pytest.mark.multiprocess
+def test_the_sweep_command_shows_scaling_against_the_1x1(tmp_path):
+    """A sweep over node shapes prints what `run` prints for each data-parallel result: its
+    speedup and efficiency against the stored 1x1 result."""
+    from typer.testing import CliRunner
+
+    from dlperf.cli import app
+
+    text = MATRIX.replace('models = ["pace", "resnet50"]', 'models = ["pace"]')
+    text = text.replace(
+        "batch_sizes = [10, 20]", 'batch_sizes = [10]\nnode_shapes = ["1x1", "1x2"]'
+    )
+    path = tmp_path / "matrix.toml"
+    path.write_text(text.replace("repeats = 2", "repeats = 1"))
+    out = CliRunner().invoke(app, ["sweep", str(path), "--results-dir", str(tmp_path / "r")])
+    assert out.exit_code == 0, out.output
+    stored = {r.spec.world_size: r for r in ResultStore(tmp_path / "r").results()}
+    closing = " ".join(out.output.split("result(s) stored in")[1].split())
+    assert f"{describe(stored[2].spec)}: scaling vs the 1x1 result {stored[1].id}: " in closing
+    assert closing.count("scaling vs the 1x1 result") == 1 and "on 2 devices" in closing
 
 
 @pytest.mark.multiprocess

@@ -577,5 +577,5 @@ def test_samples_per_joule_is_the_median_over_repeats_with_energy(tmp_path: Path
     del data["metrics"]["samples_per_joule"]
     path.write_text(json.dumps({**data, "schema_version": 5}))
     old = load_result(path)
-    assert old.schema_version == SCHEMA_VERSION == 8
+    assert old.schema_version == SCHEMA_VERSION == 9
     assert old.metrics.samples_per_joule is None and old.repeats[0].telemetry is None

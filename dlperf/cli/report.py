@@ -55,8 +55,8 @@ def report(
 
 def _print_suspect_scaling(results: list[Result]) -> None:
     """Each data-parallel result that scales better than linearly against its 1x1 run."""
+    from dlperf.analysis import SUSPECT_EFFICIENCY, suspect_scaling
     from dlperf.identity import describe
-    from dlperf.report._data import SUSPECT_EFFICIENCY, suspect_scaling
 
     for result, efficiency in suspect_scaling(results):
         console.print(

@@ -103,7 +103,7 @@ def run(
             python=python,
         )
     print_summary(out, result, path)
-    from dlperf.report._data import SUSPECT_EFFICIENCY, scaling_efficiency
+    from dlperf.analysis import SUSPECT_EFFICIENCY, scaling_efficiency
     from dlperf.store import ResultStore
 
     base = ResultStore(results_dir).baseline(result)
@@ -179,7 +179,9 @@ def sweep(
     """Run a matrix of benchmarks (resumable).
 
     Repeats are interleaved across configurations; a stopped sweep resumes where it stopped."""
+    from dlperf.analysis import SUSPECT_EFFICIENCY, scaling
     from dlperf.identity import describe
+    from dlperf.store import ResultStore
     from dlperf.sweep import SweepCallbacks, load_plan, run_sweep
 
     plan = load_plan(file)
@@ -216,6 +218,9 @@ def sweep(
     ordered = sorted(outcomes, key=lambda o: describe(o[0].spec))
     warned = [(describe(r.spec), w) for r, _ in ordered for w in r.warnings]
     print_warnings(console, warned, of=len(outcomes))
+    for found in scaling((r for r, _ in ordered), ResultStore(results_dir).baseline):
+        console.print(f"{esc(describe(found.result.spec))}:", highlight=False)
+        print_scaling(console, found.result, found.base, found.efficiency, SUSPECT_EFFICIENCY)
     for key in failed:
         console.print(f"[red]failed or partial:[/] {esc(key)}")
     for key, why in cannot_run.items():

@@ -142,12 +142,8 @@ class BmLog:
         return found
 
 
-def parse_bmlog(text: str) -> BmLog:
-    return parse_bmlog_lines(text.splitlines())
-
-
 def read_bmlog(path: Path) -> BmLog:
-    """`parse_bmlog` of a file, read a line at a time."""
+    """`parse_bmlog_lines` of a file, read a line at a time."""
     with open(path, encoding="utf-8", errors="replace") as lines:
         return parse_bmlog_lines(split_lines(lines))
 
@@ -264,6 +260,17 @@ def import_logs(
     """One result per FAMBench identity (benchmark, implementation, mode, config, batch
     size), a repeat per log. `latency_target_ms`: the inference results' p95 goal, judged by
     FAMBench's p95 of each log (the slowest must meet it)."""
+    groups = _logs_by_identity(paths)
+    built = [
+        _result_of(identity, runs, framework, device, latency_target_ms)
+        for identity, runs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0])))
+    ]
+    # Written once every result is made: a refused log leaves nothing half-imported.
+    return ResultStore(results_dir).write_all(built)
+
+
+def _logs_by_identity(paths: list[Path]) -> dict[tuple, list[tuple[Path, BmLog]]]:
+    """The logs FAMBench would read, by (benchmark, implementation, mode, config, batch)."""
     groups: dict[tuple, list[tuple[Path, BmLog]]] = {}
     for file in fambench_files(paths):
         try:
@@ -274,50 +281,54 @@ def import_logs(
             raise DlperfError(f"{file}: {exc}") from None
         key = (*map(str, log.labels.values()), log.batch_size() or 1)
         groups.setdefault(key, []).append((file, log))
-    built = []
-    for (benchmark, implementation, mode, config, batch), runs in sorted(
-        groups.items(), key=lambda kv: tuple(map(str, kv[0]))
-    ):
-        mode = MODES.get(mode.lower(), "train")
-        spec = BenchmarkSpec.checked(
-            framework=framework,
-            model=benchmark.lower(),
-            impl=IMPLEMENTATIONS.get(implementation.lower(), "ootb"),
-            mode=mode,
-            device=device,
-            batch_size=batch,
-            options={"config": config},
-            repeats=len(runs),
-            latency_target_ms=latency_target_ms if mode == "infer" else None,
+    return groups
+
+
+def _result_of(
+    identity: tuple,
+    runs: list[tuple[Path, BmLog]],
+    framework: str,
+    device: str,
+    latency_target_ms: float | None,
+) -> Result:
+    """The result of one identity's logs, with FAMBench's score and numbers beside dlperf's."""
+    benchmark, implementation, mode, config, batch = identity
+    mode = MODES.get(mode.lower(), "train")
+    spec = BenchmarkSpec.checked(
+        framework=framework,
+        model=benchmark.lower(),
+        impl=IMPLEMENTATIONS.get(implementation.lower(), "ootb"),
+        mode=mode,
+        device=device,
+        batch_size=batch,
+        options={"config": config},
+        repeats=len(runs),
+        latency_target_ms=latency_target_ms if mode == "infer" else None,
+    )
+    repeats = [
+        Repeat(
+            index=i,
+            status=RepeatStatus.ok,
+            throughput=log.samples_per_second(),
+            step_times_s=log.batch_latencies_s(),
+            log_path=str(file),
+            warnings=log.notes(),
+            workload={SUITE: log.header},
+            peer={SUITE: _peer_numbers(log)},
         )
-        repeats = [
-            Repeat(
-                index=i,
-                status=RepeatStatus.ok,
-                throughput=log.samples_per_second(),
-                step_times_s=log.batch_latencies_s(),
-                log_path=str(file),
-                warnings=log.notes(),
-                workload={SUITE: log.header},
-                peer={SUITE: _peer_numbers(log)},
-            )
-            for i, (file, log) in enumerate(runs, 1)
-        ]
-        peer = result_peer(repeats)
-        p95 = peer.get("batch_latency_95_sec")
-        target = (p95.value * 1000, " (FAMBench's p95, the slowest log's)") if p95 else None
-        # dlperf's own percentiles (metrics.latency_ms) pool every log's batches; the target
-        # is judged by FAMBench's p95 of each log.
-        result = imported_result(spec, repeats, target_p95=target)
-        update = {
-            "score": peer["score"].value,
-            "score_unit": peer["score"].unit,
-            "peer": {**result.metrics.peer, SUITE: peer},
-        }
-        notes = [f"{Path(r.log_path).name}: {note}" for r in repeats for note in r.warnings]
-        metrics = result.metrics.model_copy(update=update)
-        built.append(
-            result.model_copy(update={"metrics": metrics, "warnings": [*result.warnings, *notes]})
-        )
-    # Written once every result is made: a refused log leaves nothing half-imported.
-    return ResultStore(results_dir).write_all(built)
+        for i, (file, log) in enumerate(runs, 1)
+    ]
+    peer = result_peer(repeats)
+    p95 = peer.get("batch_latency_95_sec")
+    target = (p95.value * 1000, " (FAMBench's p95, the slowest log's)") if p95 else None
+    # dlperf's own percentiles (metrics.latency_ms) pool every log's batches; the target
+    # is judged by FAMBench's p95 of each log.
+    result = imported_result(spec, repeats, target_p95=target)
+    update = {
+        "score": peer["score"].value,
+        "score_unit": peer["score"].unit,
+        "peer": {**result.metrics.peer, SUITE: peer},
+    }
+    notes = [f"{Path(r.log_path).name}: {note}" for r in repeats for note in r.warnings]
+    metrics = result.metrics.model_copy(update=update)
+    return result.model_copy(update={"metrics": metrics, "warnings": [*result.warnings, *notes]})

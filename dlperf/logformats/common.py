@@ -122,7 +122,8 @@ _TRACEBACK_WORD = b"Traceback (most recent call last):"
 
 
 class FailureWatch:
-    """`reading.detect_failure` over a log read in chunks of whole lines (UTF-8 bytes), in one pass.
+    """Why a log says its run died, with the line that says so (None when it does not), over
+    the log read in chunks of whole lines (UTF-8 bytes), in one pass.
 
     Keeps the first matching line of each kind of failure that could still outrank the best
     found so far, and, after a traceback, the exception line that ends it: a few lines at most.

@@ -120,11 +120,3 @@ def scan(chunks: Iterable[bytes], needle: str | None, watch: FailureWatch) -> It
         found = lines_with(chunk, encoded)
         if found:
             yield b"\n".join(found).decode("utf-8", errors)
-
-
-def detect_failure(text: str) -> str | None:
-    """Why the log says the run died, with the line that says so; None when it does not."""
-    watch = FailureWatch(errors="surrogatepass")
-    for chunk in text_chunks(text):
-        watch.feed(chunk)
-    return watch.failure

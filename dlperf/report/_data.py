@@ -18,6 +18,9 @@ from dataclasses import dataclass, replace
 
 from dlperf import DlperfError
 from dlperf.adapters import get_adapter
+
+# markdown.py still imports the mark from here (re-exported; it is dlperf.analysis's).
+from dlperf.analysis import speedups
 from dlperf.identity import (
     Machine,
     identity_of,
@@ -26,7 +29,6 @@ from dlperf.identity import (
     settings_changes,
     settings_label,
     settings_of,
-    spec_key,
 )
 from dlperf.published import is_published_reference
 from dlperf.rows import metric_values
@@ -43,12 +45,9 @@ from dlperf.schema import (
     short_revision,
 )
 from dlperf.stats import Verdict, judge
-from dlperf.store import newest, single_device
+from dlperf.store import newest
 
 MESSAGE_CHARS = 120
-# A data-parallel run cannot beat N x one device by more than noise; above this it is suspect
-# (a busy machine during the 1x1 run, simulated nodes sharing one host, a wrong sample count).
-SUSPECT_EFFICIENCY = 1.05
 ABLATION_THRESHOLD = 0.05  # `dlperf compare`'s default threshold, for an ablation's verdict
 
 
@@ -411,11 +410,7 @@ def scaling_points(
     several_machines = len(by_machine(chosen)) > 1
     series = {}
     for (framework, group_key, batch, _), group in drawn.items():
-        one = next(r for r in group if r.spec.world_size == 1).metrics.throughput.median
-        points = sorted(
-            ((r.spec.world_size, r.metrics.throughput.median / one, r) for r in group),
-            key=lambda point: (point[0], point[1], point[2].id),
-        )
+        points = speedups(group)
         c = Config.of(group[0])
         label = f"{framework} {c.device} {c.precision_label} b{batch}" + (
             f" ({c.impl_label})" if c.impl_label != "ootb" else ""
@@ -426,34 +421,3 @@ def scaling_points(
             label += f" on {c.machine}"
         series[label] = points
     return series
-
-
-def scaling_efficiency(result: Result, base: Result | None) -> float | None:
-    """Median throughput / (world size x the 1x1 median): 1.0 is linear scaling."""
-    t = result.metrics.throughput
-    b = base.metrics.throughput if base else None
-    if t is None or b is None or result.status == ResultStatus.failed or not b.median:
-        return None
-    return t.median / b.median / result.spec.world_size
-
-
-def max_other_share(result: Result) -> float | None:
-    """The largest share of the machine's CPUs other processes took during a repeat."""
-    shares = [r.machine_load.other_share for r in result.repeats if r.machine_load]
-    return max(shares) if shares else None
-
-
-def suspect_scaling(results: Sequence[Result]) -> list[tuple[Result, float]]:
-    """(result, scaling efficiency) of every data-parallel result that scales better than
-    linearly against the 1x1 result of its configuration."""
-    latest = newest(results)
-    ones = {identity_of(r).key: r for r in latest if r.spec.world_size == 1}
-    out = []
-    for r in latest:
-        if r.spec.world_size > 1:
-            benchmark, settings = spec_key(single_device(r.spec))
-            base = ones.get((benchmark, machine_of(r).id, settings))
-            efficiency = scaling_efficiency(r, base)
-            if efficiency is not None and efficiency > SUSPECT_EFFICIENCY:
-                out.append((r, efficiency))
-    return out

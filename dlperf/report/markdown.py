@@ -10,10 +10,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 
+from dlperf.analysis import SUSPECT_EFFICIENCY
 from dlperf.identity import Machine, describe, identity_of, machine_of
 from dlperf.models import MODELS
 from dlperf.report._data import (
-    SUSPECT_EFFICIENCY,
     by_machine,
     chart_file,
     frameworks,

@@ -16,7 +16,6 @@ from dlperf.report.cells import Markdown, cell
 from dlperf.schema import BenchmarkSpec, PeerStat, RepeatStatus, Result
 from dlperf.stats import fambench_p95
 from dlperf.superbench import SUITE, superbench_stats
-from dlperf.superbench import precision_name as _precision_name
 
 # SuperBench's model names where dlperf's differ (its registry: pytorch-bert-base, -bert-large,
 # -gpt2-small ... -xl, -lstm, -resnet18 ... -resnet152).
@@ -39,11 +38,6 @@ SB_RETURN_CODES = {
     RepeatStatus.unsupported: 1,  # INVALID_ARGUMENT
 }
 _FAILED = 3  # a result without repeats
-
-
-def superbench_precision(result: Result) -> str:
-    """fp32, fp16 or bf16: the precision part of SuperBench's metric names."""
-    return _precision_name(result.spec, result.repeats)
 
 
 def superbench_tag(model: str) -> str:

@@ -7,17 +7,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 
+from dlperf.analysis import SUSPECT_EFFICIENCY, max_other_share
 from dlperf.identity import identity_of
 from dlperf.report._data import (
     ABLATION_THRESHOLD,
-    SUSPECT_EFFICIENCY,
     Config,
     ablations,
     configs,
     cross_framework_grid,
     first_failed,
     is_default,
-    max_other_share,
     ok_count,
     one_line,
 )
