@@ -112,6 +112,8 @@ def number(help: str, *, gt: float | None = None, ge: float | None = None,
 
 THREADS_MAX = 4096
 SEED_MAX = 2**32 - 1  # numpy's and the frameworks' seeds are 32-bit
+# Every workload's --set seed (its synthetic data and weights are drawn from it).
+SEED = integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX)
 
 
 def check_options(
@@ -345,7 +347,7 @@ MICRO_OPTIONS = {  # sizes: what a microbenchmark measures, so not settings
 }
 MICRO_COMMON = {
     "threads": integer("CPU threads (default: every CPU dlperf may use)", le=THREADS_MAX),
-    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "seed": SEED,
 }
 
 

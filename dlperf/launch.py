@@ -1,10 +1,13 @@
-"""Launchers: how a job's per-node command lines are started from the machine dlperf runs on.
+"""How workloads are launched: each node's command line, and how the lines are started from the
+machine dlperf runs on.
 
-`NodeCommand` is one node's command line; `through_launcher` starts a job's lines as they are
-(local), with one `ssh` per node, or with one `srun` / `mpirun` that runs a task per node.
-`JobLaunch` is the launcher and hosts the user asked for, resolved once per run into a
-`ResolvedLaunch`. The per-node lines of official upstream implementations are built from their
-manifests in `dlperf.official.commands`.
+`NodeCommand` is one node's command line. A framework declares how its workload starts in a
+`FrameworkLaunch` (its env's check, its GPU check, its variables, its node agent as a template
+filled from `node_values`); the official upstream implementations' lines are built from their
+manifests in `dlperf.official.commands`, from the same values. `through_launcher` starts a
+job's lines as they are (local), with one `ssh` per node, or with one `srun` / `mpirun` that
+runs a task per node. `JobLaunch` is the launcher and hosts the user asked for, resolved once
+per run into a `ResolvedLaunch`.
 """
 
 from __future__ import annotations
@@ -190,10 +193,18 @@ class FrameworkLaunch:
             if refusal.holds(spec, hosts):
                 raise DlperfError(" ".join(refusal.words))
 
+    def __post_init__(self) -> None:
+        if self.agent is not None and WORKLOAD not in self.agent:
+            raise ValueError("a node agent starts the workload: put WORKLOAD in its words")
+
     def node_command(
-        self, spec: BenchmarkSpec, workload: NodeCommand, hosts: Sequence[str], port: int,
+        self,
+        spec: BenchmarkSpec,
+        workload: NodeCommand,
+        hosts: Sequence[str],
+        port: int,
         log_dir: Path | None = None,
-    ) -> NodeCommand:  # fmt: skip
+    ) -> NodeCommand:
         """Node `workload.node_rank`'s agent starting `workload` (its one process's command):
         `log_dir` (the repeat's raw folder) takes the logs an agent writes beside its output."""
         rank, python = workload.node_rank, workload.argv[0]

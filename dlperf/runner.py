@@ -42,7 +42,7 @@ class RunCallbacks:
 class PreparedRun:
     """One benchmark ready to run repeats: env built (or adopted), raw-log folder chosen."""
 
-    plan: RunPlan  # the adapter, the launcher and hosts (resolved once), the interpreter
+    plan: RunPlan  # as checked, with its adapter ready (fetched) and its interpreter built
     env: Env | None
     result_id: str
     raw_dir: Path

@@ -1,10 +1,11 @@
-"""A benchmark's spec: resolved from a preset and flags, checked against what its adapter can run.
+"""A benchmark's spec and a run of it, each resolved and checked once, before anything runs.
 
 The one answer to "what would run": `resolve_spec` (preset values, then explicit flags, then the
-framework's best practice, validated before anything runs), `adapter_for` (the built-in
-adapter, or the official implementation at a verified checkout) and `RunPlan` (that adapter,
-the launcher with its nodes and the interpreter: the commands each node starts). The runner,
-the sweep, `dlperf run --dry-run`, the model checks and the log importers all start here.
+framework's best practice; the spec checked against what its adapter can run), then
+`check_run` (the official options, the launcher and the nodes' addresses, this host's GPU, the
+interpreter, whether the adapter can start it), whose `RunPlan` (the adapter, the launcher
+with its nodes and the interpreter: the commands each node starts) the runner and
+`dlperf run --dry-run` use. The sweep, the model checks and the log importers start here too.
 """
 
 from __future__ import annotations

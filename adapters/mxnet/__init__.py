@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlperf.adapter import SEED_MAX, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
 from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check, when
 from dlperf.schema import BenchmarkSpec
 
@@ -14,7 +14,7 @@ OPTIONS = {
     "threads": integer(
         "OMP_NUM_THREADS for MXNet's CPU operators (default: MXNet's choice)", le=THREADS_MAX
     ),
-    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "seed": SEED,
     "optimizer_aggregation": integer(
         "weights per multi-tensor optimizer update (MXNET_OPTIMIZER_AGGREGATION_SIZE; SGD "
         "takes up to 60, AdamW up to 50; MXNet's default: SGD 4, dlperf's AdamW one weight "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlperf.adapter import SEED_MAX, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
 from dlperf.events import ONEFLOW_SINGLE_HOST_ENV
 from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check, when
 from dlperf.schema import BenchmarkSpec
@@ -20,7 +20,7 @@ OPTIONS = {
         "own choice)",
         le=THREADS_MAX,
     ),
-    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "seed": SEED,
     "fuse_add_to_output": flag("1: nn.Graph config.allow_fuse_add_to_output (with --xla)"),
     "fuse_model_update_ops": flag(
         "1: nn.Graph config.allow_fuse_model_update_ops (with --xla, training)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlperf.adapter import SEED_MAX, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
 from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check, when
 from dlperf.schema import BenchmarkSpec
 
@@ -17,7 +17,7 @@ OPTIONS = {
         "CPU math threads (OMP/MKL) in the workload (default: Paddle's own choice)",
         le=THREADS_MAX,
     ),
-    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "seed": SEED,
     "amp_level": choice(
         "with --precision amp: O1 (white-listed ops in fp16) or O2 (fp16 weights and "
         "activations, fp32 master weights in the optimizer)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlperf.adapter import SEED_MAX, THREADS_MAX, WorkloadScriptAdapter, flag, integer
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, flag, integer
 from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check
 from dlperf.schema import BenchmarkSpec
 
@@ -19,7 +19,7 @@ OPTIONS = {
     "threads": integer(
         "torch.set_num_threads(N) (default on a CPU: every CPU dlperf may use)", le=THREADS_MAX
     ),
-    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "seed": SEED,
     "fused_optimizer": flag(
         "1: the optimizer's fused kernel (fused=True) where the installed torch has one, else "
         "its foreach form; 0: the for-each-parameter loop"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlperf.adapter import SEED_MAX, THREADS_MAX, WorkloadScriptAdapter, choice, integer
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, choice, integer
 from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check, when
 from dlperf.schema import BenchmarkSpec
 
@@ -13,7 +13,7 @@ CONV_MODELS = ("resnet50",)
 
 OPTIONS = {
     "threads": integer("intra-op threads (default: TensorFlow's own choice)", le=THREADS_MAX),
-    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "seed": SEED,
     "gpu_thread_mode": choice(
         "TF_GPU_THREAD_MODE: global (TensorFlow's default), gpu_private (each GPU launches its "
         "kernels from 2 threads of its own) or gpu_shared",
