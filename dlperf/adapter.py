@@ -11,8 +11,8 @@ from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.envs import EnvSpec
-from dlperf.events import ParsedRun, parse_events, parse_events_file
-from dlperf.launch import NodeCommand
+from dlperf.events import ParsedRun, parse_events_file
+from dlperf.launch import FrameworkLaunch, NodeCommand
 from dlperf.schema import BenchmarkSpec, SourceInfo
 from dlperf.system import cpu_budget
 
@@ -112,6 +112,8 @@ def number(help: str, *, gt: float | None = None, ge: float | None = None,
 
 THREADS_MAX = 4096
 SEED_MAX = 2**32 - 1  # numpy's and the frameworks' seeds are 32-bit
+# Every workload's --set seed (its synthetic data and weights are drawn from it).
+SEED = integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX)
 
 
 def check_options(
@@ -138,13 +140,16 @@ def check_options(
 
 
 class Adapter(ABC):
-    """A framework (or test double) that can run models from the catalog in `dlperf.models`."""
+    """A framework (or test double) that can run models from the catalog in `dlperf.models`:
+    every capability the core asks of one is declared here, with its default."""
 
     name: str
     description: str
     models: tuple[str, ...]
     impls: tuple[str, ...] = ("ootb",)
     micro_models: tuple[str, ...] = ()  # FAMBench-style microbenchmarks (impl "micro")
+    # How its workload starts: the env's check, the GPU check, variables, the node agent.
+    launch: FrameworkLaunch = FrameworkLaunch()
 
     def runs(self, model: str) -> bool:
         return model in self.models or model in self.micro_models
@@ -181,40 +186,21 @@ class Adapter(ABC):
     def command(self, spec: BenchmarkSpec, python: str) -> Command:
         """The workload command. The runner adds DLPERF_EVENTS=<file> to its environment."""
 
-    def parse(self, spec: BenchmarkSpec, log_text: str, events_text: str) -> ParsedRun:
-        """Step marks of one repeat. Built-in workloads write events; official ones override."""
-        return parse_events(events_text)
-
     def parse_files(
         self, spec: BenchmarkSpec, log_path: Path, events_path: Path | None = None
     ) -> ParsedRun:
-        """`parse` of the files themselves (a missing one reads as empty), streaming where the
-        adapter can, so that memory does not grow with their size."""
-        if type(self).parse is not Adapter.parse:  # the adapter reads the texts its own way
-            return self.parse(spec, _read(log_path), _read(events_path) if events_path else "")
+        """Step marks of one repeat, from its files (a missing one reads as empty), streaming,
+        so that memory does not grow with their size. Built-in workloads write events;
+        official ones override this to read their logs."""
         return (
             parse_events_file(events_path) if events_path and events_path.exists() else ParsedRun()
         )
 
-    def node_command(
-        self,
-        spec: BenchmarkSpec,
-        python: str,
-        node_rank: int,
-        hosts: Sequence[str],
-        port: int,
-        log_dir: Path | None = None,
-    ) -> Command:
-        """One node's agent of a data-parallel job: it starts `spec.devices_per_node` ranks and
-        joins the group; `hosts` are the nodes' addresses (node 0 is the master) and `port` a
-        free port on the master (port + n is node n's, where a framework needs one per node).
-        Each process writes the events file named by DLPERF_EVENTS with "{rank}" replaced by
-        its first device's global rank, counting the samples of all the devices it drives.
-        `log_dir` (the repeat's raw folder) takes logs a launcher writes beside its output."""
-        raise DlperfError(
-            f"{self.name} has no data-parallel launcher yet; run it with --nodes 1 "
-            "--devices-per-node 1"
-        )
+    def check_launch(self, spec: BenchmarkSpec, hosts: Sequence[str]) -> None:
+        """Refuse (DlperfError) a run this adapter cannot start, before anything is built:
+        `hosts` are a data-parallel job's nodes (none: one local process)."""
+        if hosts:
+            self.launch.check_job(self.name, spec, hosts)
 
     def job_commands(
         self,
@@ -224,12 +210,23 @@ class Adapter(ABC):
         port: int,
         log_dir: Path | None = None,
     ) -> list[NodeCommand]:
-        """Every node's command of a data-parallel job (a launcher then starts them)."""
-        out = []
-        for n, host in enumerate(hosts):
-            cmd = self.node_command(spec, python, n, hosts, port, log_dir)
-            out.append(NodeCommand(n, host, tuple(cmd.argv), str(cmd.cwd or "."), dict(cmd.env)))
-        return out
+        """Every node's command of a data-parallel job (a launcher then starts them): the
+        workload started by `launch.agent`, which starts `spec.devices_per_node` ranks and
+        joins the group. `hosts` are the nodes' addresses (node 0 is the master) and `port` a
+        free port on the master. Each process writes the events file named by DLPERF_EVENTS
+        with "{rank}" replaced by its first device's global rank, counting the samples of all
+        the devices it drives. `log_dir` (the repeat's raw folder) takes an agent's logs."""
+        self.launch.check_job(self.name, spec, hosts)
+        cmd = self.command(spec, python)
+        argv, cwd = tuple(cmd.argv), str(cmd.cwd or ".")
+        alone = [NodeCommand(n, host, argv, cwd, dict(cmd.env)) for n, host in enumerate(hosts)]
+        return [self.launch.node_command(spec, node, hosts, port, log_dir) for node in alone]
+
+    def for_run(self, out_dir: Path, sources_dir: Path | None = None) -> Adapter:
+        """This adapter ready to run a repeat: an official implementation fetches (from
+        `sources_dir`, a clone, where given) and verifies its upstream checkout, and writes
+        what the upstream writes into `out_dir`; a built-in one needs nothing."""
+        return self
 
     def source_info(self) -> SourceInfo | None:
         """The upstream code this adapter runs, recorded in every result (official only)."""
@@ -248,20 +245,22 @@ class WorkloadScriptAdapter(Adapter):
     MLPerf LoadGen (`adapters/_shared/loadgen_run.py`), which writes its logs to the folder
     named by $DLPERF_LOADGEN_DIR.
 
-    A framework folder sets the class attributes and, if needed, `extra_env`.
+    A framework folder sets the class attributes: its `launch` declaration, and its `--set`
+    keys as `options` (every model's) and `model_options` (one model's, added to those).
     """
 
     folder: Path  # the adapter's folder: workload.py and requirements-<variant>.txt live there
     python: str  # the framework's Python version, e.g. "3.11"
-    verify: str  # code that prints the framework version inside the env
-    # Code that exits non-zero, printing why on its last line, when the framework in an
-    # interpreter cannot use an NVIDIA GPU (checked before a --device cuda run with --python).
-    cuda_check: str = ""
+    options: Mapping[str, WorkloadOption] = {}
+    model_options: Mapping[str, Mapping[str, WorkloadOption]] = {}
 
     @property
     def micro_models(self) -> tuple[str, ...]:  # type: ignore[override]
         """Microbenchmarks, where the folder has a micro.py (same CLI and events contract)."""
         return MICRO_MODELS if (self.folder / "micro.py").exists() else ()
+
+    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
+        return {**self.options, **self.model_options.get(model, {})}
 
     def pip_args(self, device: str) -> tuple[str, ...]:
         return ()
@@ -269,16 +268,13 @@ class WorkloadScriptAdapter(Adapter):
     def lib_dirs(self, device: str) -> tuple[str, ...]:
         return ()
 
-    def extra_env(self, spec: BenchmarkSpec) -> dict[str, str]:
-        return {}
-
     def env_spec(self, device: str) -> EnvSpec:
         return EnvSpec.from_requirements_file(
             self.name,
             device,
             self.python,
             self.folder / f"requirements-{device}.txt",
-            self.verify,
+            self.launch.verify,
             pip_args=self.pip_args(device),
             lib_dirs=self.lib_dirs(device),
         )
@@ -312,7 +308,7 @@ class WorkloadScriptAdapter(Adapter):
             options.setdefault("threads", str(cpu_budget()))
         for key, value in sorted({**options, **spec.practice}.items()):
             argv += [f"--{key.replace('_', '-')}", value]
-        return Command(argv, env=self.extra_env(spec.model_copy(update={"options": options})))
+        return Command(argv, env=self.launch.process_env(options))
 
     def micro_command(self, spec: BenchmarkSpec, python: str) -> Command:
         """micro.py --model M --batch-size B --steps N --precision P --device D --mode MODE
@@ -331,7 +327,7 @@ class WorkloadScriptAdapter(Adapter):
         ]  # fmt: skip
         for key, value in sorted(options.items()):
             argv += [f"--{key.replace('_', '-')}", value]
-        return Command(argv, env=self.extra_env(spec.model_copy(update={"options": {}})))
+        return Command(argv, env=self.launch.process_env({}))
 
 
 MICRO_MODELS = ("linear", "embeddingbag")
@@ -351,7 +347,7 @@ MICRO_OPTIONS = {  # sizes: what a microbenchmark measures, so not settings
 }
 MICRO_COMMON = {
     "threads": integer("CPU threads (default: every CPU dlperf may use)", le=THREADS_MAX),
-    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "seed": SEED,
 }
 
 
@@ -365,7 +361,3 @@ def mode_args(spec: BenchmarkSpec) -> list[str]:
         settings = {"scenario": spec.scenario, **spec.loadgen}
         argv += ["--loadgen-settings", json.dumps(settings, sort_keys=True)]
     return argv
-
-
-def _read(path: Path) -> str:
-    return path.read_text(errors="replace") if path.exists() else ""

@@ -1,22 +1,27 @@
-"""Launchers: how a job's per-node command lines are started from the machine dlperf runs on.
+"""How workloads are launched: each node's command line, and how the lines are started from the
+machine dlperf runs on.
 
-`NodeCommand` is one node's command line; `through_launcher` starts a job's lines as they are
-(local), with one `ssh` per node, or with one `srun` / `mpirun` that runs a task per node.
-`JobLaunch` is the launcher and hosts the user asked for, resolved once per run into a
-`ResolvedLaunch`. The per-node lines of official upstream implementations are built from their
-manifests in `dlperf.official.commands`.
+`NodeCommand` is one node's command line. A framework declares how its workload starts in a
+`FrameworkLaunch` (its env's check, its GPU check, its variables, its node agent as a template
+filled from `node_values`); the official upstream implementations' lines are built from their
+manifests in `dlperf.official.commands`, from the same values. `through_launcher` starts a
+job's lines as they are (local), with one `ssh` per node, or with one `srun` / `mpirun` that
+runs a task per node. `JobLaunch` is the launcher and hosts the user asked for, resolved once
+per run into a `ResolvedLaunch`.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shlex
 import socket
 import subprocess
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.redact import SSH_ENV, redact_value  # SSH_ENV: the ssh program and options
@@ -66,6 +71,175 @@ def tf_config(workers: Sequence[str], rank: int) -> str:
     `workers` are "host:port" strings, node 0 first."""
     cluster = {"worker": list(workers)}
     return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}})
+
+
+def node_values(spec: BenchmarkSpec, hosts: Sequence[str], rank: int, port: int) -> dict[str, str]:
+    """What a node's command line may name (`{node_rank}`, `{master_addr}`, ...): the job's
+    shape and node `rank`'s place in it, `hosts` node 0 (the master, listening at `port`)
+    first. Official manifests and the frameworks' `FrameworkLaunch` agents fill the same."""
+    values = {
+        "batch_size": spec.batch_size,
+        "node_batch": spec.batch_size * spec.devices_per_node,
+        "global_batch": spec.global_batch,
+        "steps": spec.steps,
+        "devices": spec.devices_per_node,
+        "gpus": ",".join(str(i) for i in range(spec.devices_per_node)),
+        "nodes": spec.nodes,
+        "world_size": spec.world_size,
+        "node_rank": rank,
+        "node_ip": hosts[rank],
+        "node_ips": ",".join(hosts),
+        "master_addr": hosts[0],
+        "master_port": port,
+        "hosts_slots": ",".join(f"{h}:{spec.devices_per_node}" for h in hosts),
+        "tf_config": tf_config([f"{h}:{port}" for h in hosts], rank),
+    }
+    return {k: str(v) for k, v in values.items()}
+
+
+def fill(template: str, values: Mapping[str, str]) -> str:
+    return template.format_map(values)
+
+
+def one_host(hosts: Sequence[str]) -> bool:
+    """Whether every node runs on one host (each loopback address is this host)."""
+    return len(set(hosts)) == 1 or all(_is_loopback(h) for h in hosts)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+# --------------------------------------------------------------------------- a framework's launch
+
+# When a `When` applies, from the run's spec and its nodes' addresses.
+CONDITIONS: dict[str, Callable[[BenchmarkSpec, Sequence[str]], bool]] = {
+    "cuda": lambda spec, hosts: spec.device == "cuda",
+    "cpu_several_devices": lambda spec, hosts: spec.device == "cpu" and spec.devices_per_node > 1,
+    # a CPU job whose ranks share each host's cores, as no --set threads says how many each takes
+    "cpu_threads_unset": lambda spec, hosts: spec.device == "cpu" and "threads" not in spec.options,
+    "one_host": lambda spec, hosts: one_host(hosts),
+}
+WORKLOAD = "{workload}"  # in an agent: the workload's arguments after its interpreter
+PYTHON_VERSION = "import platform as p; print(p.python_version())"
+
+
+@dataclass(frozen=True)
+class When:
+    """Words of a `FrameworkLaunch` that hold only when `condition` (a `CONDITIONS` key) does
+    for the run: agent arguments, a node variable's value, or a refusal's message."""
+
+    condition: str
+    words: tuple[str, ...]
+
+    def holds(self, spec: BenchmarkSpec, hosts: Sequence[str]) -> bool:
+        return CONDITIONS[self.condition](spec, hosts)
+
+
+def when(condition: str, *words: str) -> When:
+    if condition not in CONDITIONS:
+        raise ValueError(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)}")
+    return When(condition, words)
+
+
+def gpu_check(setup: str, *refusals: tuple[str, str]) -> str:
+    """A `FrameworkLaunch.cuda_check`: `setup` (imports) then, for each (condition, message)
+    in order, an exit with the f-string message when the condition is true."""
+    lines = ["import sys", *setup.splitlines()]
+    for condition, message in refusals:
+        lines += [f"if {condition}:", f"    sys.exit(f{message!r})"]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class FrameworkLaunch:
+    """How the host starts a framework's workload, declared once per framework (the core
+    turns it into each process's variables and each node's command line).
+
+    `verify` prints the framework's version in an interpreter (checks its env, and a
+    `--python`); `cuda_check` exits non-zero, printing why on its last line, when the framework
+    there cannot use an NVIDIA GPU (checked before a --device cuda run with --python). `env`:
+    variables every workload process gets; `thread_env`: those set to `--set threads`, for
+    frameworks that read their thread count at start-up. `agent`: the node agent of a
+    data-parallel job (None: the framework has no launcher), placeholders from `node_values`
+    plus `{python}`, `{log_dir}` and `{tf_config_ports}`, a `Path` word taken as it is, and
+    `WORKLOAD` where the workload's arguments go; `node_env`: each node's extra variables;
+    `refuse`: jobs it cannot run, with why."""
+
+    verify: str = PYTHON_VERSION  # stdlib-only workloads: the interpreter's own version
+    cuda_check: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    thread_env: tuple[str, ...] = ()
+    agent: tuple[str | Path | When, ...] | None = None
+    node_env: Mapping[str, str | When] = field(default_factory=dict)
+    refuse: tuple[When, ...] = ()
+
+    def process_env(self, options: Mapping[str, str]) -> dict[str, str]:
+        """The variables of a workload process run with `options` (its `--set` values)."""
+        threads = options.get("threads")
+        return {**self.env, **dict.fromkeys(self.thread_env, threads)} if threads else {**self.env}
+
+    def check_job(self, name: str, spec: BenchmarkSpec, hosts: Sequence[str]) -> None:
+        """Refuse a data-parallel job of `spec` on `hosts` that `name` cannot start."""
+        if self.agent is None:
+            raise DlperfError(
+                f"{name} has no data-parallel launcher yet; run it with --nodes 1 "
+                "--devices-per-node 1"
+            )
+        for refusal in self.refuse:
+            if refusal.holds(spec, hosts):
+                raise DlperfError(" ".join(refusal.words))
+
+    def __post_init__(self) -> None:
+        if self.agent is not None and WORKLOAD not in self.agent:
+            raise ValueError("a node agent starts the workload: put WORKLOAD in its words")
+
+    def node_command(
+        self,
+        spec: BenchmarkSpec,
+        workload: NodeCommand,
+        hosts: Sequence[str],
+        port: int,
+        log_dir: Path | None = None,
+    ) -> NodeCommand:
+        """Node `workload.node_rank`'s agent starting `workload` (its one process's command):
+        `log_dir` (the repeat's raw folder) takes the logs an agent writes beside its output."""
+        rank, python = workload.node_rank, workload.argv[0]
+        values = {
+            **node_values(spec, hosts, rank, port),
+            "python": python,
+            "log_dir": str(log_dir or f"{spec.framework}-logs"),
+            # node n at port + n: nodes that share a host cannot share a port
+            "tf_config_ports": tf_config([f"{h}:{port + i}" for i, h in enumerate(hosts)], rank),
+        }
+        argv: list[str] = []
+        for word in self._holding(self.agent or (), spec, hosts):
+            if word == WORKLOAD:
+                argv += workload.argv[1:]
+            else:
+                argv.append(str(word) if isinstance(word, Path) else fill(word, values))
+        env = dict(workload.env)
+        for key, value in self.node_env.items():
+            held = self._holding([value], spec, hosts)
+            if held:  # a `When` that does not hold leaves the variable unset
+                env[key] = fill(str(held[0]), values)
+        return NodeCommand(rank, hosts[rank], tuple(argv), workload.cwd, env)
+
+    @staticmethod
+    def _holding(
+        words: Sequence[str | Path | When], spec: BenchmarkSpec, hosts: Sequence[str]
+    ) -> list[str | Path]:
+        """`words` with each `When` replaced by its words where it holds, dropped elsewhere."""
+        out: list[str | Path] = []
+        for word in words:
+            if not isinstance(word, When):
+                out.append(word)
+            elif word.holds(spec, hosts):
+                out += word.words
+        return out
 
 
 # --------------------------------------------------------------------------- launchers
@@ -148,16 +322,19 @@ class JobLaunch:
             return resolve_hosts(nodes, slurm_hosts())
         return resolve_hosts(nodes, self.hosts)
 
-    def resolve(self, spec: BenchmarkSpec) -> ResolvedLaunch:
+    def resolve(self, spec: BenchmarkSpec, *, dry_run: bool = False) -> ResolvedLaunch:
         """The launcher checked and the nodes' addresses resolved, once for a whole run (under
-        Slurm that asks `scontrol`)."""
+        Slurm that asks `scontrol`). A dry run with the local launcher keeps `--hosts` (the
+        nodes whose lines a user starts by hand); a run refuses them."""
         if self.launcher not in LAUNCHERS:
             raise DlperfError(
                 f"unknown launcher {self.launcher!r}; choose one of: {', '.join(LAUNCHERS)}"
             )
         is_job = self.is_job(spec)
-        # --hosts with the local launcher is refused there, even for one process (it runs here)
-        hosts = self.node_hosts(spec.nodes) if is_job or self.hosts else []
+        if dry_run and self.hosts:
+            hosts = resolve_hosts(spec.nodes, self.hosts) if is_job else list(self.hosts)
+        else:  # --hosts with the local launcher: refused even for one process (it runs here)
+            hosts = self.node_hosts(spec.nodes) if is_job or self.hosts else []
         return ResolvedLaunch(self.launcher, tuple(hosts), is_job)
 
 

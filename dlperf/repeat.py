@@ -29,8 +29,9 @@ from dlperf.events import (
 from dlperf.launch import NodeCommand, ResolvedLaunch, free_port
 from dlperf.proc import ProcResult, run_process, tail
 from dlperf.redact import stored_argv
-from dlperf.schema import BenchmarkSpec, Repeat, RepeatStatus
+from dlperf.schema import BenchmarkSpec, LoadGenRun, Repeat, RepeatStatus
 from dlperf.spec import RunPlan
+from dlperf.stats import WindowThroughput
 from dlperf.telemetry import WindowTimes
 
 # Host-observed vs workload-timed window: the larger of a relative and an absolute slack, since
@@ -79,30 +80,13 @@ def run_single_process(
     )
     parsed = adapter.parse_files(spec, log_path, events_path)
     status, message, window = classify(spec, proc.outcome, proc.exit_code, parsed)
-    observed = None
-    warnings = list(parsed.notes)
+    observed, warnings = None, list(parsed.notes)
     if window:
         on_window(window_times(parsed, window.start_step, window.end_step, seen))
-    if window and window.start_step in seen and window.end_step in seen:
-        observed = seen[window.end_step] - seen[window.start_step]
-        slack = max(OUTSIDE_CLOCK_TOLERANCE * window.elapsed_s, OUTSIDE_CLOCK_SLACK_S)
-        if abs(observed - window.elapsed_s) > slack:
-            warnings.append(
-                f"the workload timed the window at {window.elapsed_s:.4f} s but its log lines "
-                f"arrived {observed:.4f} s apart: its step marks may not wait for the device"
-            )
+        observed = outside_clock(window, seen, warnings)
     loadgen = None
     if spec.scenario and status == RepeatStatus.ok:
-        try:
-            loadgen = mlperf.read_dir(loadgen_dir)
-        except DlperfError as exc:
-            status, message = RepeatStatus.bad_output, f"LoadGen: {exc}"
-        else:
-            # The repeat's number is LoadGen's; the window was the warm-up.
-            window = dataclasses.replace(window, throughput=loadgen.samples_per_second)
-            if not loadgen.valid:  # its numbers kept, outside the median
-                status = RepeatStatus.invalid
-                message = mlperf.invalid_message(loadgen)
+        status, message, window, loadgen = loadgen_outcome(loadgen_dir, window)
     return make_repeat(
         index,
         status,
@@ -119,6 +103,39 @@ def run_single_process(
         log_tail="" if status == RepeatStatus.ok else tail(log_path),
         observed_elapsed_s=observed,
     )
+
+
+def outside_clock(
+    window: WindowThroughput, seen: Mapping[int, float], warnings: list[str]
+) -> float | None:
+    """The window's length by the host's clock (when its step lines arrived), where both its
+    ends were seen; a warning joins `warnings` when the workload's own timing disagrees."""
+    if window.start_step not in seen or window.end_step not in seen:
+        return None
+    observed = seen[window.end_step] - seen[window.start_step]
+    slack = max(OUTSIDE_CLOCK_TOLERANCE * window.elapsed_s, OUTSIDE_CLOCK_SLACK_S)
+    if abs(observed - window.elapsed_s) > slack:
+        warnings.append(
+            f"the workload timed the window at {window.elapsed_s:.4f} s but its log lines "
+            f"arrived {observed:.4f} s apart: its step marks may not wait for the device"
+        )
+    return observed
+
+
+def loadgen_outcome(
+    loadgen_dir: Path, window: WindowThroughput
+) -> tuple[RepeatStatus, str, WindowThroughput, LoadGenRun | None]:
+    """A repeat whose workload ran cleanly, judged by the LoadGen logs in `loadgen_dir`: its
+    number is LoadGen's (the window was the warm-up); an INVALID run keeps its numbers, outside
+    the median."""
+    try:
+        loadgen = mlperf.read_dir(loadgen_dir)
+    except DlperfError as exc:
+        return RepeatStatus.bad_output, f"LoadGen: {exc}", window, None
+    window = dataclasses.replace(window, throughput=loadgen.samples_per_second)
+    if not loadgen.valid:
+        return RepeatStatus.invalid, mlperf.invalid_message(loadgen), window, loadgen
+    return RepeatStatus.ok, "", window, loadgen
 
 
 def window_times(

@@ -1,8 +1,8 @@
 """Repeats of one benchmark: prepare, measure each repeat, store the result.
 
-Orchestration only: the spec and its adapter come from `dlperf.spec`, the launcher and hosts
-from `dlperf.launch` (resolved once per run), each repeat from `dlperf.repeat`, the result from
-`dlperf.assemble` with the machine facts of `dlperf.system`.
+Orchestration only: the run comes checked from `dlperf.spec.check_run` (its spec, adapter,
+launcher and hosts), each repeat from `dlperf.repeat`, the result from `dlperf.assemble` with
+the machine facts of `dlperf.system`.
 
 Each repeat is its own process. Failures are results: a repeat that crashed, hung or logged too
 few steps is kept with a typed status and its log tail, and the other repeats still run.
@@ -11,23 +11,21 @@ few steps is kept with a typed status and its log tail, and the other repeats st
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlperf import DlperfError, system, telemetry
-from dlperf.adapter import Adapter
-from dlperf.adapters import get_adapter
+from dlperf import system, telemetry
 from dlperf.assemble import build_result, described_workload, new_result_id
 from dlperf.envs import Env, InterpreterInfo, adopt_interpreter, describe_interpreter, ensure_env
 from dlperf.files import StorageError, check_writable, remove_empty_files, storage_error
-from dlperf.launch import JobLaunch, ResolvedLaunch
 from dlperf.repeat import Job, run_single_process
 from dlperf.resultio import check_readable
 from dlperf.schema import BenchmarkSpec, MachineLoad, Repeat, RepeatStatus, Result
-from dlperf.spec import OfficialOptions, RunPlan, adapter_for, check_spec
+from dlperf.spec import RunPlan
 from dlperf.store import ResultStore
 
 
@@ -44,7 +42,7 @@ class RunCallbacks:
 class PreparedRun:
     """One benchmark ready to run repeats: env built (or adopted), raw-log folder chosen."""
 
-    plan: RunPlan  # the adapter, the launcher and hosts (resolved once), the interpreter
+    plan: RunPlan  # as checked, with its adapter ready (fetched) and its interpreter built
     env: Env | None
     result_id: str
     raw_dir: Path
@@ -117,89 +115,56 @@ class PreparedRun:
             raise store.unsaved(result, exc) from None
 
 
-def check_device(spec: BenchmarkSpec, launch: ResolvedLaunch) -> None:
-    """Refuse --device cuda before anything is built when this host, which runs it, has no
-    NVIDIA GPU (a remote launcher's nodes are not this host: they are not checked here)."""
-    if spec.device == "cuda" and launch.launcher == "local" and not system.nvidia_gpu_found():
-        raise DlperfError(
-            "--device cuda, but this host has no usable NVIDIA GPU (nvidia-smi lists none and "
-            "there is no /dev/nvidia*): run with --device cpu, run dlperf on a GPU host, or "
-            "start the nodes there with --launcher ssh|slurm|mpirun --hosts ..."
-        )
-
-
 def workload_interpreter(
-    spec: BenchmarkSpec,
-    adapter: Adapter,
-    python: Path | None,
-    rebuild_env: bool = False,
-    log: Callable[[str], None] = lambda _: None,
+    plan: RunPlan, rebuild_env: bool = False, log: Callable[[str], None] = lambda _: None
 ) -> tuple[Env | None, InterpreterInfo]:
-    """The env that runs the workload: the user's own interpreter (`python`), probed and
+    """The env that runs the workload: the user's own interpreter (`plan.adopt`), probed and
     refused with the fix when it lacks something; else the adapter's built env (built on
     first use); else (stdlib-only workloads) this host's Python."""
-    if python is not None:
-        env_spec = adapter.env_spec(spec.device)
-        if env_spec is None and spec.impl == "official":
-            raise DlperfError(
-                f"{spec.source} runs in its container image, which is its environment: "
-                "--python applies to implementations that run in a Python environment"
-            )
-        framework = get_adapter(spec.framework)
-        # stdlib-only workloads (calibration) need nothing but a Python: its version then
-        verify = (
-            getattr(framework, "verify", "") or "import platform as p; print(p.python_version())"
-        )
-        cuda_check = getattr(framework, "cuda_check", "") if spec.device == "cuda" else ""
-        log(f"checking {python}: {spec.framework} importable")
+    spec, launch = plan.spec, plan.adapter.launch
+    env_spec = plan.adapter.env_spec(spec.device)
+    if plan.adopt is not None:
+        log(f"checking {plan.adopt}: {spec.framework} importable")
         pinned = env_spec.requirements if env_spec else ()
         return adopt_interpreter(
-            python,
+            plan.adopt,
             framework=spec.framework,
-            verify=verify,
-            cuda_check=cuda_check,
+            verify=launch.verify,
+            cuda_check=launch.cuda_check if spec.device == "cuda" else "",
             need_loadgen=bool(spec.scenario),
             install=pinned[0] if pinned else "",
         )
-    env_spec = adapter.env_spec(spec.device)
     env = ensure_env(env_spec, rebuild=rebuild_env, log=log) if env_spec else None
     exe = env.python if env else Path(sys.executable)
     return env, describe_interpreter(exe, env.run_env() if env else None)
 
 
 def prepare_run(
-    spec: BenchmarkSpec,
+    plan: RunPlan,
     results_dir: Path,
     callbacks: RunCallbacks | None = None,
     rebuild_env: bool = False,
     result_id: str | None = None,
-    official: OfficialOptions | None = None,
-    launch: JobLaunch | None = None,
-    python: Path | None = None,
 ) -> PreparedRun:
-    """Everything before the first repeat: the launcher and hosts checked, the device checked,
-    the upstream fetched (official), the env built or the user's interpreter (`python`)
-    probed, the raw-log folder made."""
+    """Everything between the run's check (`check_run`, which made `plan`) and its first
+    repeat: the raw-log folder made, the upstream fetched (official), the env built or the
+    user's interpreter probed."""
     cb = callbacks or RunCallbacks()
-    resolved = (launch or JobLaunch()).resolve(spec)
-    check_device(spec, resolved)
-    folder = ResultStore(results_dir).folder(spec)
+    folder = ResultStore(results_dir).folder(plan.spec)
     check_readable(results_dir)  # every command reads it: a run into one is refused at once
     made = [p for p in (results_dir, folder) if not p.exists()]
     check_writable(results_dir, "the results folder")
     result_id, raw_dir = _claim_raw_dir(folder, result_id)
     try:
-        adapter = adapter_for(spec, official, out_dir=raw_dir / "upstream-output")
-        check_spec(adapter, spec)
-        if resolved.hosts:  # refused before any env is built when there is no launcher
-            adapter.job_commands(spec, "python", list(resolved.hosts), 0)
-        env, interpreter = workload_interpreter(spec, adapter, python, rebuild_env, cb.message)
+        adapter = plan.adapter.for_run(raw_dir / "upstream-output", plan.official.sources_dir)
+        plan = dataclasses.replace(plan, adapter=adapter)
+        env, interpreter = workload_interpreter(plan, rebuild_env, cb.message)
     except BaseException:
         for folder in [raw_dir, *reversed(made)]:  # those this call made, while still empty
             with contextlib.suppress(OSError):
                 folder.rmdir()  # nothing ran: a refused run leaves no trace
         raise
-    plan = RunPlan(spec, adapter, resolved, str(env.python) if env else sys.executable)
+    plan = dataclasses.replace(plan, python=str(env.python) if env else sys.executable)
     return PreparedRun(plan, env, result_id, raw_dir, interpreter)
 
 
@@ -222,24 +187,21 @@ def _claim_raw_dir(folder: Path, result_id: str | None) -> tuple[str, Path]:
 
 
 def run_benchmark(
-    spec: BenchmarkSpec,
+    plan: RunPlan,
     results_dir: Path,
     callbacks: RunCallbacks | None = None,
     rebuild_env: bool = False,
-    official: OfficialOptions | None = None,
-    launch: JobLaunch | None = None,
-    python: Path | None = None,
 ) -> tuple[Result, Path]:
-    """Run every repeat, store the result atomically, return it with its path.
+    """Run every repeat of `plan` (`check_run`'s), store the result atomically, return it
+    with its path.
 
     Ctrl-C (and SIGTERM / SIGHUP, which the CLI turns into it) stops the running workload (proc
     kills its process group); the repeats finished before it are stored, the others marked
     `interrupted`, and the interruption propagates.
     """
     cb = callbacks or RunCallbacks()
-    run = prepare_run(
-        spec, results_dir, cb, rebuild_env, official=official, launch=launch, python=python
-    )
+    run = prepare_run(plan, results_dir, cb, rebuild_env)
+    spec = plan.spec
     repeats: list[Repeat] = []
     try:
         for index in range(1, spec.repeats + 1):

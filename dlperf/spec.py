@@ -1,27 +1,29 @@
-"""A benchmark's spec: resolved from a preset and flags, checked against what its adapter can run.
+"""A benchmark's spec and a run of it, each resolved and checked once, before anything runs.
 
 The one answer to "what would run": `resolve_spec` (preset values, then explicit flags, then the
-framework's best practice, validated before anything runs), `adapter_for` (the built-in
-adapter, or the official implementation at a verified checkout) and `RunPlan` (that adapter,
-the launcher with its nodes and the interpreter: the commands each node starts). The runner,
-the sweep, `dlperf run --dry-run`, the model checks and the log importers all start here.
+framework's best practice; the spec checked against what its adapter can run), then
+`check_run` (the official options, the launcher and the nodes' addresses, this host's GPU, the
+interpreter, whether the adapter can start it), whose `RunPlan` (the adapter, the launcher
+with its nodes and the interpreter: the commands each node starts) the runner and
+`dlperf run --dry-run` use. The sweep, the model checks and the log importers start here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.adapter import MICRO_MODELS, Adapter, check_options
 from dlperf.adapters import get_adapter
-from dlperf.launch import DEFAULT_MASTER_PORT, JobLaunch, NodeCommand, ResolvedLaunch, resolve_hosts
+from dlperf.launch import DEFAULT_MASTER_PORT, JobLaunch, NodeCommand, ResolvedLaunch
 from dlperf.models import MODELS, PRESETS, get_model, preset_loadgen, preset_values
-from dlperf.official.adapter import OfficialAdapter, prepare_official
+from dlperf.official.adapter import OfficialAdapter
 from dlperf.official.checkout import checkout_dir
 from dlperf.official.manifest import find_manifest
 from dlperf.schema import BenchmarkSpec
+from dlperf.system import nvidia_gpu_found
 
 
 def resolve_spec(
@@ -137,41 +139,31 @@ class OfficialOptions:
             )
 
 
-def adapter_for(
-    spec: BenchmarkSpec,
-    official: OfficialOptions | None = None,
-    out_dir: Path | None = None,
-    *,
-    fetch: bool = True,
-) -> Adapter:
-    """The built-in adapter, or the spec's official implementation at a verified checkout
-    (its outputs go to `out_dir`, never into the checkout, which must stay verifiable).
-    `fetch=False` (a dry run) names the checkout's place without fetching or verifying it."""
+def adapter_for(spec: BenchmarkSpec, official: OfficialOptions | None = None) -> Adapter:
+    """The built-in adapter, or the spec's official implementation at its checkout's place
+    (fetched and verified when the run is prepared: `Adapter.for_run`)."""
     if spec.impl != "official":
         return get_adapter(spec.framework)
-    opts = official or OfficialOptions()
-    if not fetch:
-        manifest = find_manifest(spec.framework, spec.model, spec.source)
-        checkout = checkout_dir(manifest.upstream)
-        return OfficialAdapter(manifest, checkout, data_dir=opts.data_dir, out_dir=out_dir)
-    return prepare_official(
-        find_manifest(spec.framework, spec.model, spec.source),
-        sources_dir=opts.sources_dir,
-        data_dir=opts.data_dir,
-        out_dir=out_dir,
-    )
+    manifest = find_manifest(spec.framework, spec.model, spec.source)
+    data_dir = (official or OfficialOptions()).data_dir
+    return OfficialAdapter(manifest, checkout_dir(manifest.upstream), data_dir=data_dir)
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What a run starts: its adapter, the launcher with the nodes' addresses, and the
-    interpreter that runs the workload. The runner's repeats start `node_commands` (with a free
-    port and the raw-log folder); `dlperf run --dry-run` prints them (`plan_run`)."""
+    """A run resolved and checked once (`check_run`): the spec, its adapter, the launcher with
+    the nodes' addresses, where an official implementation's code and data come from, and the
+    interpreter that runs the workload. The runner prepares exactly this, and its repeats
+    start `node_commands` (with a free port and the raw-log folder); `dlperf run --dry-run`
+    prints them."""
 
     spec: BenchmarkSpec
     adapter: Adapter
     launch: ResolvedLaunch
+    # --python's, else the adapter's env's: `<env NAME>/bin/python` until the runner builds it
     python: str
+    official: OfficialOptions = field(default_factory=OfficialOptions)
+    adopt: Path | None = None  # --python: the user's own interpreter, probed, never built
 
     def node_commands(
         self, port: int = DEFAULT_MASTER_PORT, log_dir: Path | None = None
@@ -185,25 +177,45 @@ class RunPlan:
         return self.adapter.job_commands(self.spec, self.python, hosts, port, log_dir=log_dir)
 
 
-def plan_run(
+def check_run(
     spec: BenchmarkSpec,
     official: OfficialOptions | None = None,
     launch: JobLaunch | None = None,
     python: Path | None = None,
+    *,
+    dry_run: bool = False,
 ) -> RunPlan:
-    """The plan of a dry run: nothing is fetched, built or started. The env's interpreter is
-    named by its env; with the local launcher, `--hosts` gives the nodes' lines to start by hand
-    on those hosts (a real run refuses it)."""
-    launch = launch or JobLaunch()
-    is_job = launch.is_job(spec)
-    hosts = list(launch.hosts)
-    if is_job:
-        hosts = resolve_hosts(spec.nodes, hosts) if hosts else launch.node_hosts(spec.nodes)
-    adapter = adapter_for(spec, official, fetch=False)
-    if python is None:
-        env = adapter.env_spec(spec.device)
-        interpreter = f"<env {env.name}>/bin/python" if env else "python"
-    else:
-        interpreter = str(python)
-    resolved = ResolvedLaunch(launch.launcher if is_job else "local", tuple(hosts), is_job)
-    return RunPlan(spec, adapter, resolved, interpreter)
+    """The one check of a run of `spec` (which `resolve_spec` made and checked), before
+    anything is fetched, built or started: the official options, the launcher and the nodes'
+    addresses, this host's GPU, the interpreter and whether the adapter can start the run.
+
+    A dry run checks no GPU and starts nothing: with the local launcher, `--hosts` name the
+    nodes whose lines a user starts by hand, and what the adapter cannot start is refused as
+    its commands are built."""
+    official = official or OfficialOptions()
+    official.check(spec)
+    resolved = (launch or JobLaunch()).resolve(spec, dry_run=dry_run)
+    if not dry_run:
+        check_device(spec, resolved)
+    adapter = adapter_for(spec, official)
+    if not dry_run:
+        adapter.check_launch(spec, resolved.hosts)
+    env = adapter.env_spec(spec.device)
+    if python is not None and env is None and spec.impl == "official" and not dry_run:
+        raise DlperfError(
+            f"{spec.source} runs in its container image, which is its environment: "
+            "--python applies to implementations that run in a Python environment"
+        )
+    interpreter = f"<env {env.name}>/bin/python" if env else "python"
+    return RunPlan(spec, adapter, resolved, str(python or interpreter), official, python)
+
+
+def check_device(spec: BenchmarkSpec, launch: ResolvedLaunch) -> None:
+    """Refuse --device cuda before anything is built when this host, which runs it, has no
+    NVIDIA GPU (a remote launcher's nodes are not this host: they are not checked here)."""
+    if spec.device == "cuda" and launch.launcher == "local" and not nvidia_gpu_found():
+        raise DlperfError(
+            "--device cuda, but this host has no usable NVIDIA GPU (nvidia-smi lists none and "
+            "there is no /dev/nvidia*): run with --device cpu, run dlperf on a GPU host, or "
+            "start the nodes there with --launcher ssh|slurm|mpirun --hosts ..."
+        )

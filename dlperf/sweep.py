@@ -68,6 +68,7 @@ from dlperf.models import PresetValues, get_model, preset_values
 from dlperf.resultio import check_readable
 from dlperf.runner import PreparedRun, prepare_run
 from dlperf.schema import BenchmarkSpec, Repeat, Result
+from dlperf.spec import check_run
 from dlperf.spec_options import SWEEP_KEYS, SweepCell, option_overrides, resolve_overrides
 from dlperf.store import ResultStore
 
@@ -498,10 +499,9 @@ def _prepare(
             cb.message(f"resume {key}: {len(attempt.finished)} repeat(s) already done")
         try:
             runs[key] = prepare_run(
-                spec,
+                check_run(spec, python=plan.pythons.get(spec.framework)),
                 results_dir,
                 result_id=attempt.result_id if attempt else None,
-                python=plan.pythons.get(spec.framework),
             )
         except StorageError:
             raise  # the results folder itself: no other configuration can be stored either

@@ -25,7 +25,7 @@ PYTORCH = get_adapter("pytorch")
 
 
 def adopt(python, **kw):
-    return adopt_interpreter(python, framework="pytorch", verify=PYTORCH.verify, **kw)
+    return adopt_interpreter(python, framework="pytorch", verify=PYTORCH.launch.verify, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +252,7 @@ def test_the_built_pytorch_env_adopted_as_if_it_were_foreign(tmp_path):
     _, info = adopt(built.python)
     assert environment["dists_digest"] == info.dists_digest
     with pytest.raises(DlperfError, match="cannot use a GPU there.*is_available\\(\\) is False"):
-        adopt(built.python, cuda_check=PYTORCH.cuda_check)
+        adopt(built.python, cuda_check=PYTORCH.launch.cuda_check)
 
 
 def test_dry_runs_name_the_adopted_interpreter_for_built_in_and_official_code(tmp_path):

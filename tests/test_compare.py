@@ -21,7 +21,7 @@ from dlperf.identity import benchmark_id, identity_of, machine_of
 from dlperf.resultio import load_result
 from dlperf.runner import run_benchmark
 from dlperf.schema import Environment, Repeat, RepeatStatus, Result, Window
-from dlperf.spec import resolve_spec
+from dlperf.spec import check_run, resolve_spec
 from dlperf.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def two_machines(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("two-machines") / "results"
     spec = resolve_spec("calibration", "pace", preset="smoke",
                         overrides={"repeats": 3, "options": {"step_ms": "10"}})  # fmt: skip
-    result, _ = run_benchmark(spec, folder)
+    result, _ = run_benchmark(check_run(spec), folder)
     ResultStore(folder).write(on_another_machine(result))
     return folder
 

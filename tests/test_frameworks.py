@@ -14,7 +14,7 @@ from dlperf.adapters import get_adapter
 from dlperf.envs import ensure_env
 from dlperf.runner import run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
-from dlperf.spec import resolve_spec
+from dlperf.spec import check_run, resolve_spec
 
 FRAMEWORKS = ["pytorch", "tensorflow", "paddle", "mxnet", "oneflow"]
 
@@ -56,7 +56,7 @@ def env(framework):
 )
 def test_smoke_run_trains_and_reports_the_model(tmp_path, framework, model, params, flops_range):
     spec = resolve_spec(framework, model, preset="smoke", overrides={"repeats": 2})
-    result, path = run_benchmark(spec, tmp_path)
+    result, path = run_benchmark(check_run(spec), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     assert result.model.params == params
     assert flops_range[0] < result.model.flops_per_sample < flops_range[1]
@@ -100,7 +100,7 @@ def test_amp_and_compile_paths_run_or_say_why_not(tmp_path, framework, overrides
         overrides={"repeats": 1, "skip": 1, "measure": 2, "image_size": 32, "batch_size": 2,
                    "timeout_s": 900, **overrides},
     )  # fmt: skip
-    result, _ = run_benchmark(spec, tmp_path)
+    result, _ = run_benchmark(check_run(spec), tmp_path)
     (repeat,) = result.repeats
     if repeat.status == RepeatStatus.unsupported:  # allowed, with a reason; never a wrong label
         assert repeat.message.startswith("not supported: ") and len(repeat.message) > 20
@@ -124,7 +124,7 @@ def test_superbench_families_and_dlrm_train_in_pytorch(tmp_path, model):
     from dlperf.models import MODELS
 
     spec = resolve_spec("pytorch", model, preset="smoke", overrides={"repeats": 1})
-    result, _ = run_benchmark(spec, tmp_path)
+    result, _ = run_benchmark(check_run(spec), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     assert result.model.params == MODELS[model].params
     assert result.model.flops_per_sample > 0

@@ -24,7 +24,7 @@ from dlperf.importers.loadgen import import_dirs
 from dlperf.mlperf import read_dir
 from dlperf.runner import run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
-from dlperf.spec import resolve_spec
+from dlperf.spec import check_run, resolve_spec
 from dlperf.stats import latency_percentiles, percentile
 from dlperf.store import ResultStore
 
@@ -268,13 +268,13 @@ def pace(**overrides):
 
 @pytest.mark.multiprocess
 def test_inference_latency_percentiles_and_a_missed_target(tmp_path: Path) -> None:
-    result, _ = run_benchmark(pace(latency_target_ms=5.0), tmp_path)
+    result, _ = run_benchmark(check_run(pace(latency_target_ms=5.0)), tmp_path)
     lat = result.metrics.latency_ms
     assert list(lat) == ["p50", "p90", "p95", "p99", "p99.9"]
     assert lat["p50"] == pytest.approx(20.0, rel=0.05)  # one batch per 20 ms period
     assert result.metrics.latency_target_met is False
     assert any("missed the latency target: p95" in w for w in result.warnings)
-    ok, _ = run_benchmark(pace(latency_target_ms=100.0), tmp_path)
+    ok, _ = run_benchmark(check_run(pace(latency_target_ms=100.0)), tmp_path)
     assert ok.metrics.latency_target_met is True
 
 
@@ -282,7 +282,7 @@ def test_inference_latency_percentiles_and_a_missed_target(tmp_path: Path) -> No
 def test_loadgen_offline_run_is_valid_and_keeps_its_logs(tmp_path: Path) -> None:
     pytest.importorskip("mlperf_loadgen")
     spec = pace(scenario="offline", loadgen={"min_duration_s": 1, "min_query_count": 1})
-    result, path = run_benchmark(spec, tmp_path)
+    result, path = run_benchmark(check_run(spec), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     assert result.metrics.loadgen_valid is True
     for r in result.repeats:
@@ -304,7 +304,7 @@ def test_loadgen_singlestream_reports_its_p90_latency(tmp_path: Path) -> None:
     # 80 queries: LoadGen's early stopping needs 64 before it estimates the 90th percentile.
     spec = pace(scenario="singlestream", repeats=1,
                 loadgen={"min_duration_s": 1, "min_query_count": 80})  # fmt: skip
-    result, _ = run_benchmark(spec, tmp_path)
+    result, _ = run_benchmark(check_run(spec), tmp_path)
     (r,) = result.repeats
     assert r.status == RepeatStatus.ok and r.loadgen.valid, r.loadgen.reasons
     # MLPerf's SingleStream metric: LoadGen's early-stopping estimate of the 90th percentile.
@@ -387,7 +387,7 @@ FRAMEWORKS = ["mxnet", "oneflow", "paddle", "pytorch", "tensorflow"]
 def test_inference_runs_in_every_framework(tmp_path: Path, framework: str) -> None:
     spec = resolve_spec(framework, "resnet50", preset="smoke",
                         overrides={"mode": "infer", "repeats": 1})  # fmt: skip
-    result, _ = run_benchmark(spec, tmp_path)
+    result, _ = run_benchmark(check_run(spec), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     (r,) = result.repeats
     assert r.workload["mode"] == "infer"
@@ -473,7 +473,7 @@ def test_microbenchmarks_score_in_their_units(tmp_path: Path, framework: str) ->
     for mode in ("train", "infer"):
         spec = resolve_spec(framework, "linear", preset="smoke",
                             overrides={"repeats": 1, "mode": mode})  # fmt: skip
-        result, _ = run_benchmark(spec, tmp_path)
+        result, _ = run_benchmark(check_run(spec), tmp_path)
         assert result.status == ResultStatus.ok, result.warnings
         m = result.metrics
         assert m.score_unit == "TF/s" and m.score == pytest.approx(
@@ -481,7 +481,7 @@ def test_microbenchmarks_score_in_their_units(tmp_path: Path, framework: str) ->
         )
     small = {"repeats": 1, "options": {"num_embeddings": "100000"}}
     spec = resolve_spec(framework, "embeddingbag", preset="smoke", overrides=small)
-    result, _ = run_benchmark(spec, tmp_path)
+    result, _ = run_benchmark(check_run(spec), tmp_path)
     (r,) = result.repeats
     if framework in HAS_EMBEDDING_BAG:
         assert result.status == ResultStatus.ok, result.warnings

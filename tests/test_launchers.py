@@ -13,7 +13,7 @@ from conftest import throughput_from_marks, workload_processes
 from dlperf import DlperfError
 from dlperf.adapters import get_adapter
 from dlperf.launch import NodeCommand, through_launcher
-from dlperf.spec import resolve_spec
+from dlperf.spec import check_run, resolve_spec
 
 SNAPSHOT = Path(__file__).with_name("snapshots") / "launchers-pytorch-4x8.txt"
 
@@ -166,7 +166,7 @@ def test_ssh_launcher_runs_a_two_node_job(sshd, tmp_path, monkeypatch) -> None:
 
     monkeypatch.setenv("DLPERF_SSH", sshd)
     launch = JobLaunch("ssh", ("127.0.0.1", "localhost"))
-    result, _ = run_benchmark(pace_spec(), tmp_path, launch=launch)
+    result, _ = run_benchmark(check_run(pace_spec(), launch=launch), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     (r,) = result.repeats
     assert r.throughput == pytest.approx(throughput_from_marks(r)[0], rel=1e-9)  # both ranks
@@ -189,7 +189,7 @@ def test_ssh_launcher_runs_even_a_single_rank_on_the_named_host(sshd, tmp_path, 
 
     monkeypatch.setenv("DLPERF_SSH", sshd)
     spec = pace_spec().model_copy(update={"nodes": 1})
-    result, _ = run_benchmark(spec, tmp_path, launch=JobLaunch("ssh", ("localhost",)))
+    result, _ = run_benchmark(check_run(spec, launch=JobLaunch("ssh", ("localhost",))), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     (r,) = result.repeats
     assert r.command[0] == "ssh"
@@ -205,7 +205,9 @@ def test_ssh_launcher_hangs_up_remote_ranks_when_one_node_fails(sshd, tmp_path, 
 
     monkeypatch.setenv("DLPERF_SSH", sshd)
     launch = JobLaunch("ssh", ("127.0.0.1", "127.0.0.1"))
-    result, _ = run_benchmark(pace_spec(hang_at_step="4", fault_rank="1"), tmp_path, launch=launch)
+    result, _ = run_benchmark(
+        check_run(pace_spec(hang_at_step="4", fault_rank="1"), launch=launch), tmp_path
+    )
     (r,) = result.repeats
     assert r.status == RepeatStatus.hung and r.message.startswith("node 1: no output for 5 s")
     assert not workload_processes(tmp_path)  # killing the local ssh hung up the remote ranks
@@ -230,7 +232,7 @@ def test_mpirun_launcher_runs_a_two_node_job(tmp_path, monkeypatch) -> None:
 
     mpirun_env(monkeypatch)
     launch = JobLaunch("mpirun", ("127.0.0.1", "127.0.0.1"))
-    result, _ = run_benchmark(pace_spec(), tmp_path, launch=launch)
+    result, _ = run_benchmark(check_run(pace_spec(), launch=launch), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     (r,) = result.repeats
     assert r.throughput == pytest.approx(throughput_from_marks(r)[0], rel=1e-9)
@@ -249,7 +251,7 @@ def test_mpirun_launcher_tears_the_job_down_when_a_rank_crashes(tmp_path, monkey
     mpirun_env(monkeypatch)
     launch = JobLaunch("mpirun", ("127.0.0.1", "127.0.0.1"))
     spec = pace_spec(crash_at_step="4", fault_rank="0")
-    result, _ = run_benchmark(spec, tmp_path, launch=launch)
+    result, _ = run_benchmark(check_run(spec, launch=launch), tmp_path)
     (r,) = result.repeats
     assert r.status == RepeatStatus.crashed, r.message
     assert "crashing at step 4" in r.log_tail
@@ -262,7 +264,7 @@ def test_slurm_outside_an_allocation_says_what_to_do(tmp_path, monkeypatch) -> N
 
     monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
     with pytest.raises(DlperfError, match="run dlperf under salloc or sbatch"):
-        run_benchmark(pace_spec(), tmp_path, launch=JobLaunch("slurm"))
+        run_benchmark(check_run(pace_spec(), launch=JobLaunch("slurm")), tmp_path)
 
 
 def test_slurm_hosts_are_resolved_once_per_run(tmp_path, monkeypatch) -> None:
@@ -273,7 +275,7 @@ def test_slurm_hosts_are_resolved_once_per_run(tmp_path, monkeypatch) -> None:
 
     nodes = mock.Mock(return_value=["127.0.0.1", "127.0.0.1"])  # scontrol's answer
     monkeypatch.setattr("dlperf.launch.slurm_hosts", nodes)
-    run = prepare_run(pace_spec(), tmp_path, launch=JobLaunch("slurm"))
+    run = prepare_run(check_run(pace_spec(), launch=JobLaunch("slurm")), tmp_path)
     launch = run.plan.launch
     assert launch.hosts == ("127.0.0.1", "127.0.0.1") and launch.dispatched
     assert launch.job_info(run.spec).hosts == ["127.0.0.1", "127.0.0.1"]

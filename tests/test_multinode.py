@@ -13,7 +13,7 @@ from dlperf.events import Mark, ParsedRun, merge_ranks
 from dlperf.launch import free_port
 from dlperf.runner import run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
-from dlperf.spec import resolve_spec
+from dlperf.spec import check_run, resolve_spec
 
 
 def test_merge_ranks_keeps_each_ranks_marks_and_the_jobs_facts() -> None:
@@ -48,7 +48,7 @@ def spec(nodes: int, devices: int, **options: str):
 @pytest.mark.multiprocess
 @pytest.mark.parametrize(("nodes", "devices"), [(2, 1), (1, 2), (2, 2)])
 def test_job_counts_every_rank(tmp_path: Path, nodes: int, devices: int) -> None:
-    result, _ = run_benchmark(spec(nodes, devices), tmp_path)
+    result, _ = run_benchmark(check_run(spec(nodes, devices)), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     assert result.spec.world_size == nodes * devices
     (r,) = result.repeats
@@ -66,7 +66,7 @@ def test_job_counts_every_rank(tmp_path: Path, nodes: int, devices: int) -> None
 
 @pytest.mark.multiprocess
 def test_a_slow_rank_slows_the_job(tmp_path: Path) -> None:
-    result, _ = run_benchmark(spec(2, 1, slow_rank="1"), tmp_path)
+    result, _ = run_benchmark(check_run(spec(2, 1, slow_rank="1")), tmp_path)
     (r,) = result.repeats
     # Rank 1 takes 40 ms a step, rank 0 20 ms: the job's window is rank 1's.
     expected, elapsed = throughput_from_marks(r)
@@ -77,7 +77,7 @@ def test_a_slow_rank_slows_the_job(tmp_path: Path) -> None:
 
 @pytest.mark.multiprocess
 def test_a_crashed_rank_tears_the_job_down(tmp_path: Path) -> None:
-    result, _ = run_benchmark(spec(2, 1, crash_at_step="4", fault_rank="1"), tmp_path)
+    result, _ = run_benchmark(check_run(spec(2, 1, crash_at_step="4", fault_rank="1")), tmp_path)
     (r,) = result.repeats
     assert r.status == RepeatStatus.crashed
     assert r.message.startswith("node 1: exited with status 3")
@@ -89,7 +89,7 @@ def test_a_crashed_rank_tears_the_job_down(tmp_path: Path) -> None:
 
 @pytest.mark.multiprocess
 def test_a_hung_rank_brings_every_node_down_within_the_timeout(tmp_path: Path) -> None:
-    result, _ = run_benchmark(spec(2, 1, hang_at_step="4", fault_rank="0"), tmp_path)
+    result, _ = run_benchmark(check_run(spec(2, 1, hang_at_step="4", fault_rank="0")), tmp_path)
     (r,) = result.repeats
     assert r.status == RepeatStatus.hung and r.message.startswith("node 0: no output for 3 s")
     assert not workload_processes(tmp_path)
@@ -102,7 +102,7 @@ def test_two_simulated_nodes_train_data_parallel(tmp_path: Path, framework: str)
         framework, "resnet50", preset="smoke",
         overrides={"nodes": 2, "devices_per_node": 1, "repeats": 1},
     )  # fmt: skip
-    result, _ = run_benchmark(s, tmp_path)
+    result, _ = run_benchmark(check_run(s), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     (r,) = result.repeats
     # world_size comes from the framework's own group (DDP / MultiWorkerMirroredStrategy).
@@ -114,10 +114,9 @@ def test_two_simulated_nodes_train_data_parallel(tmp_path: Path, framework: str)
     ]  # fmt: skip
 
 
-def test_an_adapter_without_a_launcher_is_refused_before_any_env_is_built(tmp_path: Path) -> None:
+def test_an_adapter_without_a_launcher_is_refused_before_any_env_is_built() -> None:
     from dlperf import DlperfError
     from dlperf.adapter import Adapter
-    from dlperf.runner import prepare_run
 
     class NoLauncher(Adapter):
         name, description, models = "nolauncher", "test double", ("pace",)
@@ -134,7 +133,7 @@ def test_an_adapter_without_a_launcher_is_refused_before_any_env_is_built(tmp_pa
     s = spec(2, 1)
     refused = pytest.raises(DlperfError, match="nolauncher has no data-parallel launcher yet")
     with mock.patch("dlperf.spec.get_adapter", return_value=NoLauncher()), refused:
-        prepare_run(s, tmp_path)
+        check_run(s)  # the run's one check, before the runner prepares anything
 
 
 def test_mfu_counts_machines_not_names() -> None:

@@ -224,14 +224,14 @@ def test_died_and_truncated_logs_are_failed_repeats_never_nan(
 @pytest.mark.multiprocess
 def test_ootb_events_files_import_like_the_run_that_wrote_them(tmp_path: Path) -> None:
     from dlperf.runner import run_benchmark
-    from dlperf.spec import resolve_spec
+    from dlperf.spec import check_run, resolve_spec
 
     spec = resolve_spec(
         "calibration", "pace", preset="smoke",
         overrides={"skip": 3, "measure": 10, "repeats": 2, "batch_size": 10,
                    "options": {"step_ms": "20"}},
     )  # fmt: skip
-    ran, _ = run_benchmark(spec, tmp_path / "ran")
+    ran, _ = run_benchmark(check_run(spec), tmp_path / "ran")
     events = [Path(r.events_path) for r in ran.repeats]
     ((imported, _),) = import_logs(
         "calibration", "pace", events, impl="ootb",

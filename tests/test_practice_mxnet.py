@@ -61,7 +61,7 @@ def test_every_practice_key_is_a_set_key_and_a_set_wins():
     argv = adapter.command(spec, "python").argv
     assert argv[argv.index("--conv-layout") + 1] == "NCHW"
     assert argv[argv.index("--optimizer-aggregation") + 1] == "60"
-    compile(adapter.cuda_check, "cuda_check", "exec")  # runs in the user's interpreter
+    compile(adapter.launch.cuda_check, "cuda_check", "exec")  # runs in the user's interpreter
 
 
 # ------------------------------------------------------------------------ in the built env

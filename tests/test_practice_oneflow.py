@@ -75,8 +75,11 @@ def test_every_oneflow_practice_key_is_a_documented_set_key_and_reaches_the_work
 
 
 def test_oneflow_cuda_check_is_code_that_asks_oneflow_for_a_gpu():
-    compile(ONEFLOW.cuda_check, "<cuda_check>", "exec")
-    assert "flow.cuda.is_available()" in ONEFLOW.cuda_check and "sys.exit(" in ONEFLOW.cuda_check
+    compile(ONEFLOW.launch.cuda_check, "<cuda_check>", "exec")
+    assert (
+        "flow.cuda.is_available()" in ONEFLOW.launch.cuda_check
+        and "sys.exit(" in ONEFLOW.launch.cuda_check
+    )
 
 
 # --------------------------------------------------------------------------------------------

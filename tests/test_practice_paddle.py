@@ -72,7 +72,7 @@ def test_every_practice_key_is_a_documented_option_and_reaches_the_workload():
 
 
 def test_cuda_check_is_python_that_asks_both_questions():
-    code = get_adapter("paddle").cuda_check
+    code = get_adapter("paddle").launch.cuda_check
     compile(code, "cuda_check", "exec")
     assert "paddle.device.is_compiled_with_cuda()" in code
     assert "paddle.device.cuda.device_count()" in code

@@ -56,7 +56,7 @@ def test_a_set_option_overrides_a_practice_default():
 
 
 def test_cuda_check_is_python_that_names_the_build():
-    check = get_adapter("tensorflow").cuda_check
+    check = get_adapter("tensorflow").launch.cuda_check
     compile(check, "<cuda_check>", "exec")
     assert "list_physical_devices('GPU')" in check and "is_built_with_cuda()" in check
 
@@ -168,7 +168,7 @@ def test_gpu_thread_mode_is_recorded_as_without_effect_on_a_cpu(env, tmp_path):
 @pytest.mark.framework
 def test_cuda_check_fails_with_one_line_on_a_cpu_build(env):
     proc = subprocess.run(
-        [str(env.python), "-c", get_adapter("tensorflow").cuda_check],
+        [str(env.python), "-c", get_adapter("tensorflow").launch.cuda_check],
         capture_output=True, text=True, timeout=300, env=env.run_env(),
     )  # fmt: skip
     assert proc.returncode != 0

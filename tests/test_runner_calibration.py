@@ -14,7 +14,7 @@ from dlperf import DlperfError
 from dlperf.resultio import load_result
 from dlperf.runner import run_benchmark
 from dlperf.schema import SCHEMA_VERSION, RepeatStatus, ResultStatus
-from dlperf.spec import resolve_spec
+from dlperf.spec import check_run, resolve_spec
 from dlperf.system import cpu_budget
 
 pytestmark = pytest.mark.multiprocess
@@ -30,7 +30,7 @@ def spec(**over):
 
 
 def test_paced_run_reports_the_true_throughput(tmp_path):
-    result, path = run_benchmark(spec(), tmp_path)
+    result, path = run_benchmark(check_run(spec()), tmp_path)
     assert result.status == ResultStatus.ok
     t = result.metrics.throughput
     assert t.n == 2 and len(t.values) == 2 and t.unit == "samples/s"
@@ -68,7 +68,7 @@ def test_paced_run_reports_the_true_throughput(tmp_path):
 )
 def test_misbehaviour_ends_in_its_status_and_keeps_the_log(tmp_path, options, status, message):
     s = spec(options={"step_ms": "20", **options}, no_output_timeout_s=1.0, repeats=1)
-    result, path = run_benchmark(s, tmp_path)
+    result, path = run_benchmark(check_run(s), tmp_path)
     assert result.status == ResultStatus.failed
     (repeat,) = result.repeats
     assert repeat.status == status
@@ -80,12 +80,14 @@ def test_misbehaviour_ends_in_its_status_and_keeps_the_log(tmp_path, options, st
 
 def test_timeout_status(tmp_path):
     s = spec(options={"step_ms": "200"}, timeout_s=1.0, repeats=1)
-    result, _ = run_benchmark(s, tmp_path)
+    result, _ = run_benchmark(check_run(s), tmp_path)
     assert result.repeats[0].status == RepeatStatus.timeout
 
 
 def test_garbage_lines_are_skipped_and_nothing_is_lost(tmp_path):
-    result, _ = run_benchmark(spec(options={"step_ms": "20", "garbage_every": "2"}), tmp_path)
+    result, _ = run_benchmark(
+        check_run(spec(options={"step_ms": "20", "garbage_every": "2"})), tmp_path
+    )
     assert result.status == ResultStatus.ok
     for r in result.repeats:
         assert r.throughput == pytest.approx(throughput_from_marks(r)[0], rel=1e-9)
@@ -96,7 +98,7 @@ def test_garbage_lines_are_skipped_and_nothing_is_lost(tmp_path):
 def test_marks_that_disagree_with_the_host_clock_are_flagged(tmp_path):
     # The marks claim the window took half the time the step lines took to arrive.
     s = spec(options={"step_ms": "20", "clock_scale": "0.5"}, repeats=1)
-    result, _ = run_benchmark(s, tmp_path)
+    result, _ = run_benchmark(check_run(s), tmp_path)
     (r,) = result.repeats
     assert r.throughput == pytest.approx(throughput_from_marks(r)[0], rel=1e-9)
     assert r.observed_elapsed_s > 1.5 * r.window.elapsed_s  # the lines took twice the marks
@@ -105,7 +107,7 @@ def test_marks_that_disagree_with_the_host_clock_are_flagged(tmp_path):
 
 def test_flops_give_achieved_flops_and_mfu_against_the_cpu_peak(tmp_path):
     s = spec(options={"step_ms": "20", "flops_per_sample": "1e6"})
-    result, _ = run_benchmark(s, tmp_path)
+    result, _ = run_benchmark(check_run(s), tmp_path)
     m = result.metrics
     assert m.achieved_flops == pytest.approx(1e6 * result.metrics.throughput.median)
     assert m.peak_flops > 0 and "GEMM" in m.peak_source
@@ -132,7 +134,7 @@ def test_a_busy_machine_marks_the_result_noisy(tmp_path):
     hog = [sys.executable, "-c", "while True: pass"]
     hogs = [subprocess.Popen(hog) for _ in range(cpu_budget())]
     try:
-        result, _ = run_benchmark(spec(), tmp_path)
+        result, _ = run_benchmark(check_run(spec()), tmp_path)
     finally:
         for p in hogs:
             p.kill()
@@ -146,7 +148,9 @@ def test_a_busy_machine_marks_the_result_noisy(tmp_path):
 
 
 def test_a_clock_that_never_moves_is_bad_output_and_the_result_is_stored(tmp_path):
-    result, path = run_benchmark(spec(options={"step_ms": "5", "clock_scale": "0"}), tmp_path)
+    result, path = run_benchmark(
+        check_run(spec(options={"step_ms": "5", "clock_scale": "0"})), tmp_path
+    )
     assert result.status == ResultStatus.failed and path.exists()
     assert {r.status for r in result.repeats} == {RepeatStatus.bad_output}
     assert "coarser than the window" in result.repeats[0].message
@@ -155,7 +159,7 @@ def test_a_clock_that_never_moves_is_bad_output_and_the_result_is_stored(tmp_pat
 def test_every_repeat_carries_telemetry_of_its_window(tmp_path):
     """The CPU path for real: psutil's utilization and frequency over the measured window,
     and RAPL's energy or why it cannot be read. Arithmetic, never speed."""
-    result, _ = run_benchmark(spec(measure=40, options={"step_ms": "30"}), tmp_path)
+    result, _ = run_benchmark(check_run(spec(measure=40, options={"step_ms": "30"})), tmp_path)
     assert result.status == ResultStatus.ok
     for r in result.repeats:
         t = r.telemetry

@@ -23,7 +23,7 @@ from dlperf.official.checkout import MARKER, checkout_dir, fetch_source, verify_
 from dlperf.official.manifest import find_manifest, load_manifests
 from dlperf.runner import run_benchmark
 from dlperf.schema import ResultStatus
-from dlperf.spec import OfficialOptions, resolve_spec
+from dlperf.spec import OfficialOptions, check_run, resolve_spec
 
 TRAIN_PY = '''\
 """Stand-in upstream trainer: paced steps, Keras TimeHistory log lines."""
@@ -288,7 +288,7 @@ def test_official_run_end_to_end(upstream) -> None:
         "calibration", "pace", overrides={"impl": "official", "batch_size": 10, "repeats": 2}
     )
     opts = OfficialOptions(sources_dir=upstream["repo"])
-    result, path = run_benchmark(spec, upstream["tmp"] / "results", official=opts)
+    result, path = run_benchmark(check_run(spec, official=opts), upstream["tmp"] / "results")
     assert result.status.value == "ok", result.warnings
     # The window is the marks at steps 10 and 30: 20 steps of 10 samples, over the marks' own
     # time. The stand-in spends at least 10 ms on each step, so it can never beat 1000
@@ -322,7 +322,7 @@ def test_official_run_on_two_simulated_nodes(upstream) -> None:
         overrides={"impl": "official", "batch_size": 10, "repeats": 1, "nodes": 2},
     )  # fmt: skip
     opts = OfficialOptions(sources_dir=upstream["repo"])
-    result, _ = run_benchmark(spec, upstream["tmp"] / "results", official=opts)
+    result, _ = run_benchmark(check_run(spec, official=opts), upstream["tmp"] / "results")
     assert result.status == ResultStatus.ok, result.warnings
     (r,) = result.repeats
     # Node 0's log: 2 nodes x 10 samples every 10 ms.
@@ -599,7 +599,7 @@ def test_an_official_run_records_the_archive_as_its_source(archive_upstream) -> 
     spec = resolve_spec(
         "calibration", "pace", overrides={"impl": "official", "batch_size": 10, "repeats": 1}
     )
-    result, _ = run_benchmark(spec, archive_upstream["tmp"] / "results")
+    result, _ = run_benchmark(check_run(spec), archive_upstream["tmp"] / "results")
     assert result.status == ResultStatus.ok, result.warnings
     assert result.source.commit == f"sha256:{archive_upstream['sha256']}"
     assert result.source.url == archive_upstream["url"]

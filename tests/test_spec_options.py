@@ -109,7 +109,8 @@ def test_a_spec_goes_to_the_command_line_and_back_unchanged(values, tmp_path, mo
     assert argv[1:4] == ["-m", "dlperf", "run"] and argv[-2:] == ["--launcher", "slurm"]
     assert argv[4 : 4 + len(spec_argv(spec))] == spec_argv(spec)
     planned = []
-    monkeypatch.setattr("dlperf.cli.run.print_plan", lambda spec, *_: planned.append(spec))
+    monkeypatch.setattr("dlperf.spec.check_run", lambda spec, *_, **__: planned.append(spec))
+    monkeypatch.setattr("dlperf.cli.run.print_plan", lambda plan: None)
     out = CliRunner().invoke(app, [*argv[3:], "--dry-run"])
     assert out.exit_code == 0, out.output
     assert planned == [spec]

@@ -418,15 +418,15 @@ def test_superbench_node_of_a_local_job_is_the_host_not_its_loopback(tmp_path: P
     # A real local 2-rank job (its ranks meet at 127.0.0.1) and a single process on this host:
     # one machine, so one SuperBench node, named as every other result names its host.
     from dlperf.runner import run_benchmark
-    from dlperf.spec import resolve_spec
+    from dlperf.spec import check_run, resolve_spec
 
     def pace(devices: int):
         return resolve_spec("calibration", "pace", preset="smoke", overrides={
             "devices_per_node": devices, "skip": 2, "measure": 5, "repeats": 1,
             "batch_size": 10, "options": {"step_ms": "10"}})  # fmt: skip
 
-    job, _ = run_benchmark(pace(2), tmp_path / "results")
-    single, _ = run_benchmark(pace(1), tmp_path / "results")
+    job, _ = run_benchmark(check_run(pace(2)), tmp_path / "results")
+    single, _ = run_benchmark(check_run(pace(1)), tmp_path / "results")
     assert job.status == single.status == ResultStatus.ok, job.warnings
     assert job.job.hosts == ["127.0.0.1"]  # the address its ranks met at, as recorded
     out = CliRunner().invoke(app, ["export", "--format", "superbench",

@@ -6,13 +6,13 @@ Its workload paces steps to an exact period, so the true throughput is known in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.adapter import Adapter, Command, WorkloadOption, integer, mode_args, number
 from dlperf.envs import EnvSpec
+from dlperf.launch import WORKLOAD, FrameworkLaunch
 from dlperf.schema import BenchmarkSpec
 
 SCRIPT = Path(__file__).with_name("pace.py")
@@ -51,6 +51,14 @@ class CalibrationAdapter(Adapter):
     name = "calibration"
     description = "paced test double with a known true throughput (stdlib only)"
     models = ("pace",)
+    # pace.py as its own node agent: it starts this node's ranks (no collectives: the ranks
+    # only pace themselves; the runner's max-reduce makes a slow rank slow the job).
+    launch = FrameworkLaunch(
+        agent=(
+            "{python}", WORKLOAD, "--world-size", "{world_size}", "--node-rank", "{node_rank}",
+            "--ranks-per-node", "{devices}",
+        ),
+    )  # fmt: skip
 
     def option_keys(self, model: str) -> dict[str, WorkloadOption]:
         return OPTIONS
@@ -81,21 +89,6 @@ class CalibrationAdapter(Adapter):
         for key, value in sorted(spec.options.items()):
             argv += [f"--{key.replace('_', '-')}", value]
         return Command(argv)
-
-    def node_command(
-        self,
-        spec: BenchmarkSpec,
-        python: str,
-        node_rank: int,
-        hosts: Sequence[str],
-        port: int,
-        log_dir: Path | None = None,
-    ) -> Command:
-        """pace.py as its own node agent: it starts this node's ranks (no collectives: the
-        ranks only pace themselves; the runner's max-reduce makes a slow rank slow the job)."""
-        argv = self.command(spec, python).argv
-        argv += ["--world-size", str(spec.world_size), "--node-rank", str(node_rank)]
-        return Command([*argv, "--ranks-per-node", str(spec.devices_per_node)])
 
 
 ADAPTER = CalibrationAdapter()

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import (
-    SEED_MAX,
-    THREADS_MAX,
-    Command,
-    WorkloadOption,
-    WorkloadScriptAdapter,
-    choice,
-    flag,
-    integer,
-)
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
+from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check, when
 from dlperf.schema import BenchmarkSpec
 
+FOLDER = Path(__file__).parent
 LAYOUT_KEYS = ("conv_layout", "batchnorm_layout", "pooling_layout")
 OPTIONS = {
     "threads": integer(
         "OMP_NUM_THREADS for MXNet's CPU operators (default: MXNet's choice)", le=THREADS_MAX
     ),
-    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "seed": SEED,
     "optimizer_aggregation": integer(
         "weights per multi-tensor optimizer update (MXNET_OPTIMIZER_AGGREGATION_SIZE; SGD "
         "takes up to 60, AdamW up to 50; MXNet's default: SGD 4, dlperf's AdamW one weight "
@@ -67,33 +59,46 @@ RESNET_OPTIONS = {
 }
 
 
+LAUNCH = FrameworkLaunch(
+    verify="import mxnet as mx; print(mx.__version__)",
+    cuda_check=gpu_check(
+        "import mxnet as mx\n"
+        "def num_gpus():\n"
+        "    try:\n"
+        "        return mx.context.num_gpus()\n"
+        "    except mx.base.MXNetError as exc:\n"
+        "        sys.exit(f'mxnet {mx.__version__} (CUDA build) cannot count the GPUs: ' "
+        "+ str(exc).strip().splitlines()[-1])",
+        ("not mx.runtime.Features().is_enabled('CUDA')",
+         "mxnet {mx.__version__} is a CPU-only build (no CUDA in mx.runtime.Features()); "
+         "install mxnet-cu112 or another CUDA build"),
+        ("num_gpus() == 0",
+         "mxnet {mx.__version__} (CUDA build) sees no GPU: mx.context.num_gpus() is 0"),
+    ),
+    # MXNet reads its thread count at start-up, so it must come from the environment.
+    thread_env=("OMP_NUM_THREADS",),
+    # dist_node.py as the node agent: the ps-lite scheduler (node 0, at the master port), one
+    # server per node and one worker per device, gradients summed by kvstore dist_sync.
+    agent=(
+        "{python}", FOLDER / "dist_node.py",
+        "--node-rank", "{node_rank}", "--hosts", "{node_ips}", "--port", "{master_port}",
+        "--workers", "{devices}",
+        when("cpu_threads_unset", "--split-threads"),  # ranks on one host share its cores
+        when("cuda", "--gpus"),
+        "--", "{python}", WORKLOAD,
+    ),
+)  # fmt: skip
+
+
 class MXNetAdapter(WorkloadScriptAdapter):
     name = "mxnet"
     description = "MXNet 1.9 Gluon (hybridize with --xla); AMP float16 on GPUs only"
     models = ("resnet50", "bert")
-    folder = Path(__file__).parent
+    folder = FOLDER
     python = "3.11"
-    verify = "import mxnet as mx; print(mx.__version__)"
-
-    cuda_check = (
-        "import sys\n"
-        "import mxnet as mx\n"
-        "cuda = mx.runtime.Features().is_enabled('CUDA')\n"
-        "if not cuda:\n"
-        "    sys.exit(f'mxnet {mx.__version__} is a CPU-only build (no CUDA in "
-        "mx.runtime.Features()); install mxnet-cu112 or another CUDA build')\n"
-        "try:\n"
-        "    gpus = mx.context.num_gpus()\n"
-        "except mx.base.MXNetError as exc:\n"
-        "    sys.exit(f'mxnet {mx.__version__} (CUDA build) cannot count the GPUs: ' "
-        "+ str(exc).strip().splitlines()[-1])\n"
-        "if gpus == 0:\n"
-        "    sys.exit(f'mxnet {mx.__version__} (CUDA build) sees no GPU: "
-        "mx.context.num_gpus() is 0')\n"
-    )
-
-    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
-        return {**OPTIONS, **RESNET_OPTIONS} if model == "resnet50" else dict(OPTIONS)
+    launch = LAUNCH
+    options = OPTIONS
+    model_options = {"resnet50": RESNET_OPTIONS}
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
         """The settings MXNet's official GPU training scripts use, where MXNet 1.9.1 has them:
@@ -153,34 +158,6 @@ class MXNetAdapter(WorkloadScriptAdapter):
                 out["forward_bulk_size"] = "999"
                 out["backward_bulk_size"] = "25"
         return out
-
-    def extra_env(self, spec: BenchmarkSpec) -> dict[str, str]:
-        threads = spec.options.get("threads")
-        # MXNet reads its thread count at start-up, so it must come from the environment.
-        return {"OMP_NUM_THREADS": threads} if threads else {}
-
-    def node_command(
-        self,
-        spec: BenchmarkSpec,
-        python: str,
-        node_rank: int,
-        hosts: Sequence[str],
-        port: int,
-        log_dir: Path | None = None,
-    ) -> Command:
-        """dist_node.py as the node agent: the ps-lite scheduler (node 0, at `port`), one
-        server per node and one worker per device, gradients summed by kvstore dist_sync."""
-        workload = self.command(spec, python)
-        agent = [
-            python, str(self.folder / "dist_node.py"),
-            "--node-rank", str(node_rank), "--hosts", ",".join(hosts), "--port", str(port),
-            "--workers", str(spec.devices_per_node),
-        ]  # fmt: skip
-        if spec.device == "cpu" and not spec.options.get("threads"):
-            agent.append("--split-threads")  # ranks on one host share its cores
-        if spec.device == "cuda":
-            agent.append("--gpus")
-        return Command([*agent, "--", *workload.argv], env=workload.env, cwd=workload.cwd)
 
 
 ADAPTER = MXNetAdapter()

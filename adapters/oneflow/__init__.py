@@ -7,29 +7,86 @@ needs cuDNN/cuBLAS shared libraries (pip wheels) on LD_LIBRARY_PATH even to run 
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import (
-    SEED_MAX,
-    THREADS_MAX,
-    Command,
-    WorkloadOption,
-    WorkloadScriptAdapter,
-    choice,
-    flag,
-    integer,
-)
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
 from dlperf.events import ONEFLOW_SINGLE_HOST_ENV
+from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check, when
 from dlperf.schema import BenchmarkSpec
 
+OPTIONS = {
+    "threads": integer(
+        "CPU intra-op threads (OMP_NUM_THREADS / ONEFLOW_NUM_THREADS-style; default: OneFlow's "
+        "own choice)",
+        le=THREADS_MAX,
+    ),
+    "seed": SEED,
+    "fuse_add_to_output": flag("1: nn.Graph config.allow_fuse_add_to_output (with --xla)"),
+    "fuse_model_update_ops": flag(
+        "1: nn.Graph config.allow_fuse_model_update_ops (with --xla, training)"
+    ),
+    "fuse_cast_scale": flag(
+        "1: nn.Graph config.allow_fuse_cast_scale (with --xla, training; acts on AMP's casts)"
+    ),
+}
+MODEL_OPTIONS = {
+    "resnet50": {
+        "channels_last": flag(
+            "1: NHWC model and images (ONEFLOW_ENABLE_NHWC=1; turned off where OneFlow's NHWC "
+            "kernels give other numbers than NCHW, as on a CPU)"
+        ),
+        "fuse_bn_relu": flag("1: nn.FusedBatchNorm2d, one kernel for BatchNorm + ReLU"),
+        "fuse_bn_add_relu": flag(
+            "1: nn.FusedBatchNorm2d, one kernel for BatchNorm + shortcut add + ReLU"
+        ),
+        "cudnn_conv_algo": choice(
+            "search: cuDNN tries the conv algorithms once (OneFlow's dry run); heuristic: "
+            "OneFlow's default (CUDA)",
+            "heuristic",
+            "search",
+        ),
+    },
+    "bert": {
+        "bias_gelu_fusion": flag("1: flow._C.fused_bias_add_gelu in the feed-forward (LiBai)"),
+        "bias_dropout_fusion": flag(
+            "1: flow._C.fused_bias_add_dropout after the output projections (LiBai)"
+        ),
+        "scale_mask_softmax_fusion": flag(
+            "1: flow._C.fused_scale_mask_softmax_dropout for the attention probabilities (LiBai)"
+        ),
+    },
+}
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
+LAUNCH = FrameworkLaunch(
+    verify="import oneflow; print(oneflow.__version__)",
+    cuda_check=gpu_check(
+        "import oneflow as flow",
+        ("not flow.cuda.is_available()",
+         "oneflow {flow.__version__} sees no usable GPU: oneflow.cuda.is_available() is False"),
+    ),
+    env={"GLOG_minloglevel": "2"},
+    # OneFlow's CPU kernels (oneDNN/OpenMP) read the thread count at import time.
+    thread_env=("OMP_NUM_THREADS", "MKL_NUM_THREADS"),
+    # oneflow.distributed.launch as the node agent: one process per device, gradients
+    # all-reduced by DistributedDataParallel (OneFlow's own ring over its transport on CPU,
+    # NCCL on CUDA). The launcher kills its process group and exits non-zero when a rank
+    # fails; a rank whose peer died aborts by itself too (its transport socket breaks, or the
+    # control heartbeat, every 7-13 s, reports "Machine N lost").
+    agent=(
+        "{python}", "-m", "oneflow.distributed.launch",
+        "--nnodes", "{nodes}", "--node_rank", "{node_rank}", "--nproc_per_node", "{devices}",
+        "--master_addr", "{master_addr}", "--master_port", "{master_port}",
+        # GLOG_log_dir of each rank (OneFlow's C++ log files, if it writes any)
+        "--logdir", "{log_dir}/oneflow-node{node_rank}",
+        WORKLOAD,
+    ),
+    # OneFlow tells nodes apart by the IP address each rank reaches the master from, never by
+    # --node_rank: nodes on one host (every loopback address connects from 127.0.0.1) are one
+    # OneFlow node, and the workload must then take its global rank as LOCAL_RANK (see the note
+    # at the top of workload.py). Distinct loopback addresses cannot help: the kernel picks
+    # 127.0.0.1 as the source of every connection to 127.0.0.0/8.
+    node_env={ONEFLOW_SINGLE_HOST_ENV: when("one_host", "1")},
+)  # fmt: skip
 
 
 class OneFlowAdapter(WorkloadScriptAdapter):
@@ -41,70 +98,13 @@ class OneFlowAdapter(WorkloadScriptAdapter):
     models = ("resnet50", "bert")
     folder = Path(__file__).parent
     python = "3.10"
-    verify = "import oneflow; print(oneflow.__version__)"
+    launch = LAUNCH
+    options = OPTIONS
+    model_options = MODEL_OPTIONS
 
     def lib_dirs(self, device: str) -> tuple[str, ...]:
         # site-packages-relative folders of the nvidia-cudnn-cu11 / nvidia-cublas-cu11 wheels
         return ("nvidia/cudnn/lib", "nvidia/cublas/lib")
-
-    cuda_check = (
-        "import sys\n"
-        "import oneflow as flow\n"
-        "if not flow.cuda.is_available():\n"
-        "    sys.exit(f'oneflow {flow.__version__} sees no usable GPU: "
-        "oneflow.cuda.is_available() is False')\n"
-    )
-
-    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
-        keys = {
-            "threads": integer(
-                "CPU intra-op threads (OMP_NUM_THREADS / ONEFLOW_NUM_THREADS-style; default: "
-                "OneFlow's own choice)",
-                le=THREADS_MAX,
-            ),
-            "seed": integer(
-                "seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX
-            ),
-        }
-        if model == "resnet50":
-            keys.update(
-                channels_last=flag(
-                    "1: NHWC model and images (ONEFLOW_ENABLE_NHWC=1; turned off where "
-                    "OneFlow's NHWC kernels give other numbers than NCHW, as on a CPU)"
-                ),
-                fuse_bn_relu=flag("1: nn.FusedBatchNorm2d, one kernel for BatchNorm + ReLU"),
-                fuse_bn_add_relu=flag(
-                    "1: nn.FusedBatchNorm2d, one kernel for BatchNorm + shortcut add + ReLU"
-                ),
-                cudnn_conv_algo=choice(
-                    "search: cuDNN tries the conv algorithms once (OneFlow's dry run); "
-                    "heuristic: OneFlow's default (CUDA)",
-                    "heuristic",
-                    "search",
-                ),
-            )
-        if model == "bert":
-            keys.update(
-                bias_gelu_fusion=flag("1: flow._C.fused_bias_add_gelu in the feed-forward (LiBai)"),
-                bias_dropout_fusion=flag(
-                    "1: flow._C.fused_bias_add_dropout after the output projections (LiBai)"
-                ),
-                scale_mask_softmax_fusion=flag(
-                    "1: flow._C.fused_scale_mask_softmax_dropout for the attention "
-                    "probabilities (LiBai)"
-                ),
-            )
-        keys.update(
-            fuse_add_to_output=flag("1: nn.Graph config.allow_fuse_add_to_output (with --xla)"),
-            fuse_model_update_ops=flag(
-                "1: nn.Graph config.allow_fuse_model_update_ops (with --xla, training)"
-            ),
-            fuse_cast_scale=flag(
-                "1: nn.Graph config.allow_fuse_cast_scale (with --xla, training; acts on AMP's "
-                "casts)"
-            ),
-        )
-        return keys
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
         """The settings of OneFlow's own GPU training scripts for OneFlow 0.9 (each source
@@ -171,47 +171,6 @@ class OneFlowAdapter(WorkloadScriptAdapter):
                     # allow_fuse_cast_scale (AMP's casts; graph AMP is CUDA fp16 only here)
                     out["fuse_cast_scale"] = "1"
         return out
-
-    def extra_env(self, spec: BenchmarkSpec) -> dict[str, str]:
-        env = {"GLOG_minloglevel": "2"}
-        threads = spec.options.get("threads")
-        if threads:
-            # OneFlow's CPU kernels (oneDNN/OpenMP) read the thread count at import time.
-            env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-        return env
-
-    def node_command(
-        self,
-        spec: BenchmarkSpec,
-        python: str,
-        node_rank: int,
-        hosts: Sequence[str],
-        port: int,
-        log_dir: Path | None = None,
-    ) -> Command:
-        """oneflow.distributed.launch as the node agent: one process per device, gradients
-        all-reduced by DistributedDataParallel (OneFlow's own ring over its transport on CPU,
-        NCCL on CUDA). The launcher kills its process group and exits non-zero when a rank
-        fails; a rank whose peer died aborts by itself too (its transport socket breaks, or the
-        control heartbeat, every 7-13 s, reports "Machine N lost")."""
-        workload = self.command(spec, python)
-        launcher = [
-            python, "-m", "oneflow.distributed.launch",
-            "--nnodes", str(spec.nodes), "--node_rank", str(node_rank),
-            "--nproc_per_node", str(spec.devices_per_node),
-            "--master_addr", hosts[0], "--master_port", str(port),
-            # GLOG_log_dir of each rank (OneFlow's C++ log files, if it writes any)
-            "--logdir", str((log_dir or Path("oneflow-logs")) / f"oneflow-node{node_rank}"),
-        ]  # fmt: skip
-        env = dict(workload.env)
-        # OneFlow tells nodes apart by the IP address each rank reaches the master from, never
-        # by --node_rank: nodes on one host (every loopback address connects from 127.0.0.1) are
-        # one OneFlow node, and the workload must then take its global rank as LOCAL_RANK (see
-        # the note at the top of workload.py). Distinct loopback addresses cannot help: the
-        # kernel picks 127.0.0.1 as the source of every connection to 127.0.0.0/8.
-        if len(set(hosts)) == 1 or all(_is_loopback(h) for h in hosts):
-            env[ONEFLOW_SINGLE_HOST_ENV] = "1"
-        return Command([*launcher, *workload.argv[1:]], env=env, cwd=workload.cwd)
 
 
 ADAPTER = OneFlowAdapter()

@@ -3,19 +3,10 @@ synthetic data. The host never imports paddle; workload.py runs inside the isola
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import (
-    SEED_MAX,
-    THREADS_MAX,
-    Command,
-    WorkloadOption,
-    WorkloadScriptAdapter,
-    choice,
-    flag,
-    integer,
-)
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
+from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check, when
 from dlperf.schema import BenchmarkSpec
 
 # paddlepaddle-gpu wheels live on Paddle's own index (CUDA 12.6 build); PyPI has the CPU wheel.
@@ -26,7 +17,7 @@ OPTIONS = {
         "CPU math threads (OMP/MKL) in the workload (default: Paddle's own choice)",
         le=THREADS_MAX,
     ),
-    "seed": integer("seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX),
+    "seed": SEED,
     "amp_level": choice(
         "with --precision amp: O1 (white-listed ops in fp16) or O2 (fp16 weights and "
         "activations, fp32 master weights in the optimizer)",
@@ -58,6 +49,33 @@ RESNET_OPTIONS = {
 }
 
 
+LAUNCH = FrameworkLaunch(
+    verify="import paddle; print(paddle.__version__)",
+    cuda_check=gpu_check(
+        "import paddle",
+        ("not paddle.device.is_compiled_with_cuda()",
+         "paddle {paddle.__version__} is a CPU-only build: "
+         "paddle.device.is_compiled_with_cuda() is False"),
+        ("paddle.device.cuda.device_count() < 1",
+         "paddle {paddle.__version__} (CUDA build) sees no GPU: "
+         "paddle.device.cuda.device_count() is 0"),
+    ),
+    env={"GLOG_minloglevel": "2"},
+    # Paddle's CPU kernels read the thread count from OMP/MKL at import time.
+    thread_env=("OMP_NUM_THREADS", "MKL_NUM_THREADS"),
+    # paddle.distributed.launch as the node agent (one worker per device, DataParallel; gloo
+    # on CPU, NCCL on CUDA); every worker's log goes to the repeat's raw folder.
+    agent=(
+        "{python}", "-m", "paddle.distributed.launch",
+        "--nnodes", "{nodes}", "--master", "{master_addr}:{master_port}",
+        "--rank", "{node_rank}", "--nproc_per_node", "{devices}",
+        "--log_dir", "{log_dir}/paddle-node{node_rank}", "--max_restart", "0",
+        when("cuda", "--devices", "{gpus}"),
+        WORKLOAD,
+    ),
+)  # fmt: skip
+
+
 class PaddleAdapter(WorkloadScriptAdapter):
     name = "paddle"
     description = (
@@ -67,20 +85,9 @@ class PaddleAdapter(WorkloadScriptAdapter):
     models = ("resnet50", "bert")
     folder = Path(__file__).parent
     python = "3.11"
-    verify = "import paddle; print(paddle.__version__)"
-
-    cuda_check = (
-        "import sys, paddle\n"
-        "if not paddle.device.is_compiled_with_cuda():\n"
-        "    sys.exit(f'paddle {paddle.__version__} is a CPU-only build: "
-        "paddle.device.is_compiled_with_cuda() is False')\n"
-        "if paddle.device.cuda.device_count() < 1:\n"
-        "    sys.exit(f'paddle {paddle.__version__} (CUDA build) sees no GPU: "
-        "paddle.device.cuda.device_count() is 0')\n"
-    )
-
-    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
-        return {**OPTIONS, **RESNET_OPTIONS} if model == "resnet50" else dict(OPTIONS)
+    launch = LAUNCH
+    options = OPTIONS
+    model_options = {"resnet50": RESNET_OPTIONS}
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
         """The settings Paddle's own GPU training configs use, each cited below: PaddleClas's
@@ -127,37 +134,6 @@ class PaddleAdapter(WorkloadScriptAdapter):
 
     def pip_args(self, device: str) -> tuple[str, ...]:
         return ("--extra-index-url", CUDA_INDEX) if device == "cuda" else ()
-
-    def extra_env(self, spec: BenchmarkSpec) -> dict[str, str]:
-        env = {"GLOG_minloglevel": "2"}
-        threads = spec.options.get("threads")
-        if threads:
-            # Paddle's CPU kernels read the thread count from OMP/MKL at import time.
-            env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-        return env
-
-    def node_command(
-        self,
-        spec: BenchmarkSpec,
-        python: str,
-        node_rank: int,
-        hosts: Sequence[str],
-        port: int,
-        log_dir: Path | None = None,
-    ) -> Command:
-        """paddle.distributed.launch as the node agent (one worker per device, DataParallel;
-        gloo on CPU, NCCL on CUDA); every worker's log goes to the repeat's raw folder."""
-        workload = self.command(spec, python)
-        logs = (log_dir or Path("paddle-logs")) / f"paddle-node{node_rank}"
-        launcher = [
-            python, "-m", "paddle.distributed.launch",
-            "--nnodes", str(spec.nodes), "--master", f"{hosts[0]}:{port}",
-            "--rank", str(node_rank), "--nproc_per_node", str(spec.devices_per_node),
-            "--log_dir", str(logs), "--max_restart", "0",
-        ]  # fmt: skip
-        if spec.device == "cuda":
-            launcher += ["--devices", ",".join(str(i) for i in range(spec.devices_per_node))]
-        return Command([*launcher, *workload.argv[1:]], env=workload.env, cwd=workload.cwd)
 
 
 ADAPTER = PaddleAdapter()

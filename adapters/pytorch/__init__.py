@@ -3,24 +3,48 @@ model zoo in zoo.py (GPT-2, BERT-large, LSTM, ResNet18/34/101/152, DLRM)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf.adapter import (
-    SEED_MAX,
-    THREADS_MAX,
-    Command,
-    WorkloadOption,
-    WorkloadScriptAdapter,
-    flag,
-    integer,
-)
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, flag, integer
+from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check
 from dlperf.schema import BenchmarkSpec
 
 CONV_MODELS = ("resnet50", "resnet18", "resnet34", "resnet101", "resnet152")
 SDPA_MODELS = ("bert", "bert-large")
 SPARSE_MODELS = ("dlrm",)  # sparse embedding gradients: plain SGD, no fused kernel
 CPU_CHANNELS_LAST_FROM_PX = 112  # measured on a CPU: slower below, faster from here (practice)
+
+
+OPTIONS = {
+    "threads": integer(
+        "torch.set_num_threads(N) (default on a CPU: every CPU dlperf may use)", le=THREADS_MAX
+    ),
+    "seed": SEED,
+    "fused_optimizer": flag(
+        "1: the optimizer's fused kernel (fused=True) where the installed torch has one, else "
+        "its foreach form; 0: the for-each-parameter loop"
+    ),
+    "cudnn_benchmark": flag("1: cudnn.benchmark picks the fastest conv algorithms (CUDA)"),
+}
+CHANNELS_LAST = flag("1: model and images in channels_last (NHWC) memory format")
+SDPA = flag("1: F.scaled_dot_product_attention (flash/efficient kernels); 0: math")
+
+LAUNCH = FrameworkLaunch(
+    verify="import torch; print(torch.__version__)",
+    cuda_check=gpu_check(
+        "import torch",
+        ("not torch.cuda.is_available()",
+         "torch {torch.__version__} (CUDA build: {torch.version.cuda}) sees no usable GPU: "
+         "torch.cuda.is_available() is False"),
+    ),
+    # torchrun as the node agent: static rendezvous at the master, one rank per device.
+    agent=(
+        "{python}", "-m", "torch.distributed.run",
+        "--nnodes={nodes}", "--nproc-per-node={devices}", "--node-rank={node_rank}",
+        "--master-addr={master_addr}", "--master-port={master_port}", "--max-restarts=0",
+        WORKLOAD,
+    ),
+)  # fmt: skip
 
 
 class PyTorchAdapter(WorkloadScriptAdapter):
@@ -34,39 +58,12 @@ class PyTorchAdapter(WorkloadScriptAdapter):
     )  # fmt: skip
     folder = Path(__file__).parent
     python = "3.11"
-    verify = "import torch; print(torch.__version__)"
-
-    cuda_check = (
-        "import torch, sys\n"
-        "if not torch.cuda.is_available():\n"
-        "    sys.exit(f'torch {torch.__version__} (CUDA build: {torch.version.cuda}) sees no "
-        "usable GPU: torch.cuda.is_available() is False')\n"
-    )
-
-    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
-        keys = {
-            "threads": integer(
-                "torch.set_num_threads(N) (default on a CPU: every CPU dlperf may use)",
-                le=THREADS_MAX,
-            ),
-            "seed": integer(
-                "seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX
-            ),
-            "fused_optimizer": flag(
-                "1: the optimizer's fused kernel (fused=True) where the installed torch has "
-                "one, else its foreach form; 0: the for-each-parameter loop"
-            ),
-            "cudnn_benchmark": flag("1: cudnn.benchmark picks the fastest conv algorithms (CUDA)"),
-        }
-        if model in CONV_MODELS:
-            keys["channels_last"] = flag(
-                "1: model and images in channels_last (NHWC) memory format"
-            )
-        if model in SDPA_MODELS:
-            keys["sdpa"] = flag(
-                "1: F.scaled_dot_product_attention (flash/efficient kernels); 0: math"
-            )
-        return keys
+    launch = LAUNCH
+    options = OPTIONS
+    model_options = {
+        **{m: {"channels_last": CHANNELS_LAST} for m in CONV_MODELS},
+        **{m: {"sdpa": SDPA} for m in SDPA_MODELS},
+    }
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
         """The settings NVIDIA's and PyTorch's own ResNet50/BERT training scripts use:
@@ -93,25 +90,6 @@ class PyTorchAdapter(WorkloadScriptAdapter):
         if spec.model in SDPA_MODELS:
             out["sdpa"] = "1"
         return out
-
-    def node_command(
-        self,
-        spec: BenchmarkSpec,
-        python: str,
-        node_rank: int,
-        hosts: Sequence[str],
-        port: int,
-        log_dir: Path | None = None,
-    ) -> Command:
-        """torchrun as the node agent: static rendezvous at the master, one rank per device."""
-        workload = self.command(spec, python)
-        launcher = [
-            python, "-m", "torch.distributed.run",
-            f"--nnodes={spec.nodes}", f"--nproc-per-node={spec.devices_per_node}",
-            f"--node-rank={node_rank}", f"--master-addr={hosts[0]}",
-            f"--master-port={port}", "--max-restarts=0",
-        ]  # fmt: skip
-        return Command([*launcher, *workload.argv[1:]], env=workload.env, cwd=workload.cwd)
 
 
 ADAPTER = PyTorchAdapter()

@@ -2,23 +2,53 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-from dlperf import DlperfError
-from dlperf.adapter import (
-    SEED_MAX,
-    THREADS_MAX,
-    Command,
-    WorkloadOption,
-    WorkloadScriptAdapter,
-    choice,
-    integer,
-)
-from dlperf.launch import tf_config
+from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, choice, integer
+from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check, when
 from dlperf.schema import BenchmarkSpec
 
 CONV_MODELS = ("resnet50",)
+
+
+OPTIONS = {
+    "threads": integer("intra-op threads (default: TensorFlow's own choice)", le=THREADS_MAX),
+    "seed": SEED,
+    "gpu_thread_mode": choice(
+        "TF_GPU_THREAD_MODE: global (TensorFlow's default), gpu_private (each GPU launches its "
+        "kernels from 2 threads of its own) or gpu_shared",
+        "global",
+        "gpu_private",
+        "gpu_shared",
+    ),
+}
+DATA_FORMAT = choice(
+    "channels_last (NHWC) or channels_first (NCHW) images and convs",
+    "channels_last",
+    "channels_first",
+)
+
+LAUNCH = FrameworkLaunch(
+    verify="import tensorflow as tf; print(tf.__version__)",
+    cuda_check=gpu_check(
+        "import os\nos.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')\nimport tensorflow as tf",
+        ("not tf.config.list_physical_devices('GPU')",
+         "tensorflow {tf.__version__} (CUDA build: {tf.test.is_built_with_cuda()}) sees no GPU: "
+         'tf.config.list_physical_devices("GPU") is empty'),
+    ),
+    env={"TF_CPP_MIN_LOG_LEVEL": "2"},  # quiet C++ start-up chatter; errors still show
+    # One MultiWorkerMirroredStrategy worker per node, driving that node's devices; TF_CONFIG
+    # lists every worker.
+    agent=("{python}", WORKLOAD),
+    node_env={"TF_CONFIG": "{tf_config_ports}"},
+    refuse=(
+        when(
+            "cpu_several_devices",
+            "tensorflow runs one worker per node, and a CPU is one TensorFlow device: use "
+            "--devices-per-node 1 with --nodes N on CPU",
+        ),
+    ),
+)  # fmt: skip
 
 
 class TensorFlowAdapter(WorkloadScriptAdapter):
@@ -27,40 +57,9 @@ class TensorFlowAdapter(WorkloadScriptAdapter):
     models = ("resnet50", "bert")
     folder = Path(__file__).parent
     python = "3.11"
-    verify = "import tensorflow as tf; print(tf.__version__)"
-
-    cuda_check = (
-        "import os, sys\n"
-        "os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')\n"
-        "import tensorflow as tf\n"
-        "if not tf.config.list_physical_devices('GPU'):\n"
-        "    sys.exit(f'tensorflow {tf.__version__} (CUDA build: {tf.test.is_built_with_cuda()}) "
-        'sees no GPU: tf.config.list_physical_devices("GPU") is empty\')\n'
-    )
-
-    def option_keys(self, model: str) -> dict[str, WorkloadOption]:
-        keys = {
-            "threads": integer(
-                "intra-op threads (default: TensorFlow's own choice)", le=THREADS_MAX
-            ),
-            "seed": integer(
-                "seed for the synthetic data and weights (default 0)", ge=0, le=SEED_MAX
-            ),
-            "gpu_thread_mode": choice(
-                "TF_GPU_THREAD_MODE: global (TensorFlow's default), gpu_private (each GPU "
-                "launches its kernels from 2 threads of its own) or gpu_shared",
-                "global",
-                "gpu_private",
-                "gpu_shared",
-            ),
-        }
-        if model in CONV_MODELS:
-            keys["data_format"] = choice(
-                "channels_last (NHWC) or channels_first (NCHW) images and convs",
-                "channels_last",
-                "channels_first",
-            )
-        return keys
+    launch = LAUNCH
+    options = OPTIONS
+    model_options = {m: {"data_format": DATA_FORMAT} for m in CONV_MODELS}
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
         """The settings TensorFlow's own ResNet50/BERT GPU training scripts use, each cited below.
@@ -115,30 +114,6 @@ class TensorFlowAdapter(WorkloadScriptAdapter):
             # TensorFlow/Classification/ConvNets/runtime/runner.py (TF_GPU_THREAD_MODE).
             out["gpu_thread_mode"] = "gpu_private"
         return out
-
-    def extra_env(self, spec: BenchmarkSpec) -> dict[str, str]:
-        return {"TF_CPP_MIN_LOG_LEVEL": "2"}  # quiet C++ start-up chatter; errors still show
-
-    def node_command(
-        self,
-        spec: BenchmarkSpec,
-        python: str,
-        node_rank: int,
-        hosts: Sequence[str],
-        port: int,
-        log_dir: Path | None = None,
-    ) -> Command:
-        """One MultiWorkerMirroredStrategy worker per node, driving that node's devices;
-        TF_CONFIG lists every worker (node n listens on port + n)."""
-        if spec.device == "cpu" and spec.devices_per_node > 1:
-            raise DlperfError(
-                "tensorflow runs one worker per node, and a CPU is one TensorFlow device: use "
-                "--devices-per-node 1 with --nodes N on CPU"
-            )
-        workload = self.command(spec, python)
-        workers = [f"{h}:{port + i}" for i, h in enumerate(hosts)]
-        env = {**workload.env, "TF_CONFIG": tf_config(workers, node_rank)}
-        return Command(workload.argv, env=env, cwd=workload.cwd)
 
 
 ADAPTER = TensorFlowAdapter()

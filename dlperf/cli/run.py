@@ -25,8 +25,8 @@ from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
 
 if TYPE_CHECKING:  # the CLI imports the core when a command runs
-    from dlperf.schema import BenchmarkSpec
-    from dlperf.spec import OfficialOptions
+    from dlperf.schema import BenchmarkSpec, Result
+    from dlperf.spec import OfficialOptions, RunPlan
 
 
 @ro.with_spec_options
@@ -48,28 +48,50 @@ def run(
 
     Every repeat runs in its own process; the result is the median of the repeats."""
     from dlperf.launch import JobLaunch
-    from dlperf.runner import RunCallbacks, run_benchmark
-    from dlperf.spec import OfficialOptions
+    from dlperf.spec import OfficialOptions, check_run
     from dlperf.spec_options import option_overrides, resolve_overrides
 
     spec = resolve_overrides(option_overrides(spec_options))
     official = OfficialOptions(sources_dir=sources_dir, data_dir=data_dir)
-    official.check(spec)
     launch = JobLaunch(launcher, tuple(h.strip() for h in (hosts or "").split(",") if h.strip()))
     if dry_run:
-        print_plan(spec, official, launch, python)
+        print_plan(check_run(spec, official, launch, python, dry_run=True))
         return
     if sbatch:
         from dlperf.launch import sbatch_script
 
+        official.check(spec)  # the launcher and the nodes are checked where the job runs
         argv = run_argv(spec, results_dir, official, launch.hosts, python)
         atomic_write(sbatch, sbatch_script(spec, argv, str(Path.cwd())))
         print_whole(console, "wrote", sbatch, "; submit it with:")
         print_whole(console, "  sbatch", sbatch)
         return
-    from dlperf.identity import benchmark_id, this_machine
-
+    plan = check_run(spec, official, launch, python)
     out = err if json_out else console
+    result, path = run_with_progress(out, plan, results_dir, rebuild_env)
+    print_summary(out, result, path)
+    from dlperf.analysis import SUSPECT_EFFICIENCY, scaling_efficiency
+    from dlperf.store import ResultStore
+
+    base = ResultStore(results_dir).baseline(result)
+    efficiency = scaling_efficiency(result, base)
+    if efficiency is not None:
+        print_scaling(out, result, base, efficiency, SUSPECT_EFFICIENCY)
+    if json_out:
+        write_json(path.read_text())
+    if result.status.value != "ok":
+        raise typer.Exit(2)
+
+
+def run_with_progress(
+    out, plan: RunPlan, results_dir: Path, rebuild_env: bool
+) -> tuple[Result, Path]:
+    """`run_benchmark` with what it is doing on `out`: the benchmark and its window, the best
+    practice, a progress bar, each repeat's outcome."""
+    from dlperf.identity import benchmark_id, this_machine
+    from dlperf.runner import RunCallbacks, run_benchmark
+
+    spec = plan.spec
     out.print(
         f"[bold]{benchmark_id(spec)}[/] on {esc(this_machine(spec.device).label)}: skip "
         f"{spec.skip}, measure {spec.measure}, {spec.repeats} repeats",
@@ -93,27 +115,7 @@ def run(
             repeat_started=lambda i, n: progress.update(task, description=f"repeat {i}/{n}"),
             repeat_done=done,
         )
-        result, path = run_benchmark(
-            spec,
-            results_dir,
-            callbacks,
-            rebuild_env=rebuild_env,
-            official=official,
-            launch=launch,
-            python=python,
-        )
-    print_summary(out, result, path)
-    from dlperf.analysis import SUSPECT_EFFICIENCY, scaling_efficiency
-    from dlperf.store import ResultStore
-
-    base = ResultStore(results_dir).baseline(result)
-    efficiency = scaling_efficiency(result, base)
-    if efficiency is not None:
-        print_scaling(out, result, base, efficiency, SUSPECT_EFFICIENCY)
-    if json_out:
-        write_json(path.read_text())
-    if result.status.value != "ok":
-        raise typer.Exit(2)
+        return run_benchmark(plan, results_dir, callbacks, rebuild_env=rebuild_env)
 
 
 def run_argv(
@@ -140,13 +142,13 @@ def run_argv(
     return [*argv, "--launcher", "slurm"]
 
 
-def print_plan(spec, official, launch, python: Path | None = None) -> None:
+def print_plan(plan: RunPlan) -> None:
     """What `run` would start on each node, without building or starting anything."""
     from dlperf.launch import through_launcher
-    from dlperf.spec import plan_run
+    from dlperf.official.adapter import OfficialAdapter
 
-    plan = plan_run(spec, official, launch, python)
-    if spec.impl != "official":
+    spec = plan.spec
+    if not isinstance(plan.adapter, OfficialAdapter):
         from dlperf.identity import describe
 
         console.print(

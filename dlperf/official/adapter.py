@@ -21,7 +21,7 @@ from dlperf.events import ParsedRun
 from dlperf.launch import DEFAULT_MASTER_PORT, NodeCommand
 from dlperf.logformats import LogContext, parse_file, parse_log
 from dlperf.official.checkout import fetch_source, source_info, upstream_patches
-from dlperf.official.commands import LaunchPlan, plan_nodes
+from dlperf.official.commands import LaunchPlan, check_manifest, plan_nodes
 from dlperf.official.manifest import Manifest
 from dlperf.schema import BenchmarkSpec, SourceInfo
 
@@ -29,7 +29,8 @@ OFFICIAL_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ in the verifie
 
 
 class OfficialAdapter(Adapter):
-    """One manifest's upstream implementation, at a verified, patched checkout."""
+    """One manifest's upstream implementation, at a verified, patched checkout (named before
+    it is fetched: `for_run` fetches it)."""
 
     impls = ("official",)
 
@@ -48,18 +49,19 @@ class OfficialAdapter(Adapter):
         self.checkout = checkout
         self.data_dir = data_dir
         self.out_dir = out_dir
+        # Its framework's checks of an interpreter (its commands come from the manifest).
+        self.launch = get_adapter(manifest.framework).launch
 
     def env_spec(self, device: str) -> EnvSpec | None:
         env = self.manifest.environment
         if env.kind == "container":
             return None  # the image is the environment; the host only runs docker/apptainer
-        verify = getattr(get_adapter(self.manifest.framework), "verify", None)
         return EnvSpec(
             framework=self.manifest.framework,
             variant=f"official-{self.manifest.upstream.name}-{device}",
             python=env.python,
             requirements=env.requirements,
-            verify=verify or "import platform; print(platform.python_version())",
+            verify=self.launch.verify,
         )
 
     def plan(
@@ -88,6 +90,10 @@ class OfficialAdapter(Adapter):
         (node,) = self.job_commands(spec, python, ["localhost"], DEFAULT_MASTER_PORT)
         return Command(list(node.argv), env=node.env, cwd=Path(node.cwd))
 
+    def check_launch(self, spec: BenchmarkSpec, hosts: Sequence[str]) -> None:
+        """What the manifest's upstream cannot run (one process or several nodes alike)."""
+        check_manifest(self.manifest, spec, self.data_dir)
+
     def job_commands(
         self,
         spec: BenchmarkSpec,
@@ -102,15 +108,19 @@ class OfficialAdapter(Adapter):
         nodes = self.plan(spec, python, hosts, port).nodes
         return [dataclasses.replace(n, env={**OFFICIAL_ENV, **n.env}) for n in nodes]
 
-    def parse(self, spec: BenchmarkSpec, log_text: str, events_text: str = "") -> ParsedRun:
-        return parse_log(self.manifest.log_format, log_text, log_context(spec))
+    def for_run(self, out_dir: Path, sources_dir: Path | None = None) -> OfficialAdapter:
+        """At the verified checkout (fetched, from `sources_dir` where given), writing the
+        upstream's outputs into `out_dir`, never into the checkout (it must stay verifiable)."""
+        checkout = fetch_source(self.manifest.upstream, sources_dir=sources_dir)
+        return OfficialAdapter(self.manifest, checkout, data_dir=self.data_dir, out_dir=out_dir)
 
     def parse_files(
         self, spec: BenchmarkSpec, log_path: Path, events_path: Path | None = None
     ) -> ParsedRun:
+        context = log_context(spec)
         if not log_path.exists():
-            return self.parse(spec, "")
-        return parse_file(log_path, self.manifest.log_format, log_context(spec))
+            return parse_log(self.manifest.log_format, "", context)
+        return parse_file(log_path, self.manifest.log_format, context)
 
     def source_info(self) -> SourceInfo:
         m = self.manifest
@@ -121,15 +131,3 @@ def log_context(spec: BenchmarkSpec) -> LogContext:
     """What a log leaves out, from the spec; nothing past the window is needed."""
     horizon = spec.skip + spec.measure
     return LogContext(spec.batch_size, spec.devices_per_node, spec.nodes, horizon=horizon)
-
-
-def prepare_official(
-    manifest: Manifest,
-    *,
-    sources_dir: Path | None = None,
-    data_dir: str = "",
-    out_dir: Path | None = None,
-) -> OfficialAdapter:
-    """Fetch (or reuse) the verified checkout and wrap the manifest as an adapter."""
-    checkout = fetch_source(manifest.upstream, sources_dir=sources_dir)
-    return OfficialAdapter(manifest, checkout, data_dir=data_dir, out_dir=out_dir)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from dlperf import DlperfError
-from dlperf.launch import DEFAULT_MASTER_PORT, NodeCommand, resolve_hosts, tf_config
+from dlperf.launch import DEFAULT_MASTER_PORT, NodeCommand, fill, node_values, resolve_hosts
 from dlperf.official.manifest import Manifest, UpstreamEnvironment
 from dlperf.schema import BenchmarkSpec
 
@@ -28,18 +28,8 @@ class LaunchPlan:
     knobs: tuple[str, ...]  # the manifest knobs that applied
 
 
-def plan_nodes(
-    manifest: Manifest,
-    spec: BenchmarkSpec,
-    *,
-    checkout: Path,
-    python: str,
-    hosts: Sequence[str] | None = None,
-    master_port: int = DEFAULT_MASTER_PORT,
-    data_dir: str = "",
-    out_dir: str = "upstream-output",
-) -> LaunchPlan:
-    """Every node's command line for `spec` run by `manifest`'s upstream at `checkout`."""
+def check_manifest(manifest: Manifest, spec: BenchmarkSpec, data_dir: str = "") -> None:
+    """Refuse what `manifest`'s upstream cannot run for `spec` (its `unsupported` table)."""
     for knob, value in (("amp", spec.precision == "amp"), ("xla", spec.xla)):
         if value and knob in manifest.unsupported:
             raise DlperfError(
@@ -59,9 +49,10 @@ def plan_nodes(
             f"{manifest.name} cannot be stopped after {spec.steps} steps: "
             f"{manifest.unsupported['steps']}"
         )
-    node_hosts = resolve_hosts(spec.nodes, hosts)
-    container = manifest.environment.kind == "container"
-    source = CONTAINER_SOURCE if container else str(checkout)
+
+
+def applied_knobs(manifest: Manifest, spec: BenchmarkSpec, data_dir: str) -> tuple[str, ...]:
+    """The manifest knobs that apply to `spec`, in the order their arguments are added."""
     # Synthetic data unless the user gives a dataset: dlperf measures the framework, not I/O.
     knobs = ["batch_size", "steps"] + ([] if data_dir else ["synthetic"])
     knobs.append("amp" if spec.precision == "amp" else "fp32")
@@ -69,7 +60,26 @@ def plan_nodes(
     knobs.append("cpu" if spec.device == "cpu" else "cuda")  # --device: for scripts that take it
     if spec.nodes > 1:
         knobs.append("multi_node")
-    applied = tuple(k for k in knobs if k in manifest.args or k in manifest.env_knobs)
+    return tuple(k for k in knobs if k in manifest.args or k in manifest.env_knobs)
+
+
+def plan_nodes(
+    manifest: Manifest,
+    spec: BenchmarkSpec,
+    *,
+    checkout: Path,
+    python: str,
+    hosts: Sequence[str] | None = None,
+    master_port: int = DEFAULT_MASTER_PORT,
+    data_dir: str = "",
+    out_dir: str = "upstream-output",
+) -> LaunchPlan:
+    """Every node's command line for `spec` run by `manifest`'s upstream at `checkout`."""
+    check_manifest(manifest, spec, data_dir)
+    node_hosts = resolve_hosts(spec.nodes, hosts)
+    container = manifest.environment.kind == "container"
+    source = CONTAINER_SOURCE if container else str(checkout)
+    applied = applied_knobs(manifest, spec, data_dir)
     argv_templates = list(manifest.command.argv)
     env_templates = dict(manifest.command.env)
     for knob in applied:
@@ -80,23 +90,9 @@ def plan_nodes(
     commands = []
     for rank in ranks:
         values = {
+            **node_values(spec, node_hosts, rank, master_port),
             "python": "python" if container else python,
             "source": source,
-            "batch_size": spec.batch_size,
-            "node_batch": spec.batch_size * spec.devices_per_node,
-            "global_batch": spec.global_batch,
-            "steps": spec.steps,
-            "devices": spec.devices_per_node,
-            "gpus": ",".join(str(i) for i in range(spec.devices_per_node)),
-            "nodes": spec.nodes,
-            "world_size": spec.world_size,
-            "node_rank": rank,
-            "node_ip": node_hosts[rank],
-            "node_ips": ",".join(node_hosts),
-            "master_addr": node_hosts[0],
-            "master_port": master_port,
-            "hosts_slots": ",".join(f"{h}:{spec.devices_per_node}" for h in node_hosts),
-            "tf_config": tf_config([f"{h}:{master_port}" for h in node_hosts], rank),
             "data_dir": data_dir,
             "out_dir": out_dir,
         }
@@ -109,10 +105,6 @@ def plan_nodes(
             cwd_here = cwd
         commands.append(NodeCommand(rank, node_hosts[rank], tuple(argv), cwd_here, env))
     return LaunchPlan(tuple(commands), applied)
-
-
-def fill(template: str, values: Mapping[str, object]) -> str:
-    return template.format_map({k: str(v) for k, v in values.items()})
 
 
 def container_argv(
