@@ -1,6 +1,9 @@
-"""The harness every workload script shares: the command line, the events writer, host facts,
-the timed step loop and the LoadGen hand-off. What differs between frameworks (the model, the
-device set-up, one training or inference step) stays in adapters/<framework>/.
+"""The harness every workload script shares, and the worker sequence itself: `main(hooks)`
+(workload.py) and `micro_main(hooks)` (micro.py) run the command line, threads, --describe, the
+device check, the rank, one announcement (the start event and the log's start line, from the
+same `Facts`), the timed steps, the LoadGen hand-off and "end", the same for every framework.
+What differs between frameworks (the device set-up, the model, one training step, one
+inference call) stays in adapters/<framework>/, as the methods of a `Hooks` subclass.
 
 Standard library only: this runs inside each framework's env, which has no dlperf. A script
 reaches this folder with one bootstrap line before its imports from here:
@@ -407,6 +410,11 @@ def finish(
     return 0
 
 
+# --------------------------------------------------------------------------------------------
+# Steps: what the frameworks' step functions share
+# --------------------------------------------------------------------------------------------
+
+
 def infer_step(predict: Callable[[int], object], batch_size: int) -> Callable[[], None]:
     """--mode infer's step: one full batch through predict(), which returns once the device is
     done; no loss."""
@@ -415,141 +423,6 @@ def infer_step(predict: Callable[[int], object], batch_size: int) -> Callable[[]
         predict(batch_size)
 
     return step
-
-
-# --------------------------------------------------------------------------------------------
-# The worker sequence: a framework supplies Hooks, main() (micro_main()) runs them
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where this process runs in its job (`Hooks.place`)."""
-
-    rank: int = 0
-    world: int = 1  # ranks in the job
-    events_rank: int | None = None  # the events file's "{rank}", where not `rank`
-    replicas: int = 1  # devices this process trains on, each with its own batch
-
-
-class Hooks:
-    """A framework's parts of the worker sequence. workload.py and micro.py each subclass it
-    and hand an instance to `main` / `micro_main`, which call the hooks in the order below.
-    Any hook from `setup` on may raise Unsupported: the run then ends as an "unsupported"
-    event with the reason (and UNSUPPORTED_EXIT), never as a crash."""
-
-    framework = ""  # the start event's name for it ("pytorch")
-    version = ""  # the framework's version
-    label = ""  # the log's name for it, where more than "<framework> <version>"
-    compiler: str | None = None  # what --xla turns on, in the log's words
-    practice_empty = "(none)"  # the "best practice:" line's words when nothing applied
-    warn_bf16 = False  # warn in the log where this CPU only emulates bf16 matmuls
-    ops: dict[str, str] = {}  # micro.py: the operator each --model times
-
-    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
-        raise NotImplementedError
-
-    def threads(self, args: argparse.Namespace) -> None:
-        """--threads (or this rank's share of the host's cores), before anything runs."""
-
-    def describe(self, args: argparse.Namespace) -> dict[str, object]:
-        """--describe: the model's params and FLOPs per sample, without a run (micro.py: the
-        kit counts them)."""
-        return {}
-
-    def cuda_missing(self) -> str | None:
-        """Why --device cuda cannot run (the framework sees no GPU), or None."""
-        return None
-
-    def cannot_run(self, args: argparse.Namespace) -> str | None:
-        """micro.py: why this framework has no such operator (also said by --describe)."""
-        return None
-
-    def place(self, args: argparse.Namespace) -> Place:
-        """This process's rank, joining its job where that is how the rank is learnt."""
-        return Place()
-
-    def setup(self, args: argparse.Namespace) -> None:
-        """The device and the framework's switches, before the model exists."""
-
-    def build(self, args: argparse.Namespace) -> Any:
-        """The model, seeded, on the device (not called for micro.py: its step builds it)."""
-        return None
-
-    def make_step(self, args: argparse.Namespace, model: Any) -> Callable[[], float | None]:
-        """One step, returning once the device has finished it, with the loss as a host float
-        (None: no loss)."""
-        raise NotImplementedError
-
-    def make_predict(self, args: argparse.Namespace, model: Any) -> Callable[[int], object]:
-        """--mode infer: predict(n) runs one forward on n <= batch size rows and returns once
-        the device is done (the steps, then LoadGen, call it)."""
-        raise NotImplementedError
-
-    def facts(self, args: argparse.Namespace, model: Any) -> Facts:
-        raise NotImplementedError
-
-    def sync(self) -> None:
-        """Wait for the device (before "ready": the set-up's queued work is not timed)."""
-
-    def teardown(self) -> None:
-        """After "end": leave the job."""
-
-
-def main(hooks: Hooks, argv: list[str] | None = None) -> int:
-    """workload.py's whole run, the same for every framework: the command line, threads,
-    --describe, the device check, the rank and its events file, then set-up, the model, its
-    step, one announcement, the timed steps, LoadGen (rank 0) and "end"."""
-    t_launch = time.monotonic()
-    args = hooks.parse_args(argv)
-    hooks.threads(args)
-    if args.describe:
-        return describe(**hooks.describe(args), framework_version=hooks.version)
-    if args.device == "cuda" and (missing := hooks.cuda_missing()):
-        return no_device(missing)
-    place = hooks.place(args)
-    events = Events(place.rank if place.events_rank is None else place.events_rank)
-    try:
-        hooks.setup(args)
-        model = hooks.build(args)
-        predict = hooks.make_predict(args, model) if args.mode == "infer" else None
-        step = infer_step(predict, args.batch_size) if predict else hooks.make_step(args, model)
-        announce(events, args, hooks, hooks.facts(args, model), place)
-        hooks.sync()
-        ready = run_steps(events, steps=args.steps, samples=args.batch_size * place.replicas,
-                          step=step, t_launch=t_launch)  # fmt: skip
-    except Unsupported as why:
-        return events.unsupported(str(why))
-    finish(events, args, ready, predict, place.rank)
-    hooks.teardown()
-    return 0
-
-
-def micro_main(hooks: Hooks, argv: list[str] | None = None) -> int:
-    """micro.py's whole run, the same for every framework: as `main`, for one process, with
-    the operator counted by model_math and no LoadGen."""
-    t_launch = time.monotonic()
-    args = hooks.parse_args(argv)
-    hooks.threads(args)
-    missing_op = hooks.cannot_run(args)
-    if args.describe:
-        said = {"unsupported": missing_op} if missing_op else {}
-        return describe(**model_math.micro_counts(args), framework_version=hooks.version, **said)
-    if args.device == "cuda" and (missing := hooks.cuda_missing()):
-        return no_device(missing)
-    events = Events()
-    try:
-        if missing_op:
-            raise Unsupported(missing_op)
-        hooks.setup(args)
-        step = hooks.make_step(args, None)  # the operator is built with its step
-        announce_micro(events, args, hooks, hooks.facts(args, None))
-        hooks.sync()
-        ready = run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
-                          t_launch=t_launch, set_up="import, build, data")  # fmt: skip
-    except Unsupported as why:
-        return events.unsupported(str(why))
-    return finish(events, args, ready)
 
 
 def error_line(exc: BaseException) -> str:
@@ -600,3 +473,145 @@ def synced_step(run: Callable[[], Any], sync: Callable[[], None]) -> Callable[[]
         return None if loss is None else float(loss)
 
     return step
+
+
+# --------------------------------------------------------------------------------------------
+# The worker sequence: a framework supplies Hooks, main() (micro_main()) runs them
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where this process runs in its job (`Hooks.place`)."""
+
+    rank: int = 0
+    world: int = 1  # ranks in the job
+    events_rank: int | None = None  # the events file's "{rank}", where not `rank`
+    replicas: int = 1  # devices this process trains on, each with its own batch
+
+
+class Hooks:
+    """A framework's parts of the worker sequence. workload.py and micro.py each subclass it
+    and hand an instance to `main` / `micro_main`, which call the hooks in the order below.
+    Any hook from `setup` on may raise Unsupported: the run then ends as an "unsupported"
+    event with the reason (and UNSUPPORTED_EXIT), never as a crash."""
+
+    framework = ""  # the start event's name for it ("pytorch")
+    version = ""  # the framework's version
+    label = ""  # the log's name for it, where more than "<framework> <version>"
+    compiler: str | None = None  # what --xla turns on, in the log's words
+    practice_empty = "(none)"  # the "best practice:" line's words when nothing applied
+    warn_bf16 = False  # warn in the log where this CPU only emulates bf16 matmuls
+    ops: dict[str, str] = {}  # micro.py: the operator each --model times
+
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        """The command line: model_parser with the framework's best-practice switches, then
+        parse_model_args (micro.py: parse_micro_args)."""
+        raise NotImplementedError
+
+    def threads(self, args: argparse.Namespace) -> None:
+        """--threads (or this rank's share of the host's cores), before anything runs."""
+
+    def describe(self, args: argparse.Namespace) -> dict[str, object]:
+        """--describe: the model's params and FLOPs per sample, without a run (micro.py: the
+        kit counts them)."""
+        return {}
+
+    def cuda_missing(self) -> str | None:
+        """Why --device cuda cannot run (the framework sees no GPU), or None."""
+        return None
+
+    def cannot_run(self, args: argparse.Namespace) -> str | None:
+        """micro.py: why this framework has no such operator (also said by --describe)."""
+        return None
+
+    def place(self, args: argparse.Namespace) -> Place:
+        """This process's rank, joining its job where that is how the rank is learnt."""
+        return Place()
+
+    def setup(self, args: argparse.Namespace) -> None:
+        """The device and the framework's switches, before the model exists."""
+
+    def build(self, args: argparse.Namespace) -> Any:
+        """The model, seeded, on the device (not called for micro.py: its step builds it)."""
+        return None
+
+    def make_step(self, args: argparse.Namespace, model: Any) -> Callable[[], float | None]:
+        """One step, returning once the device has finished it, with the loss as a host float
+        (None: no loss)."""
+        raise NotImplementedError
+
+    def make_predict(self, args: argparse.Namespace, model: Any) -> Callable[[int], object]:
+        """--mode infer: predict(n) runs one forward on n <= batch size rows and returns once
+        the device is done (the steps, then LoadGen, call it)."""
+        raise NotImplementedError
+
+    def facts(self, args: argparse.Namespace, model: Any) -> Facts:
+        """What the run announces, asked once the step exists (so the best practice the step
+        applied is known)."""
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        """Wait for the device (before "ready": the set-up's queued work is not timed)."""
+
+    def teardown(self) -> None:
+        """After "end": leave the job."""
+
+
+def main(hooks: Hooks, argv: list[str] | None = None) -> int:
+    """workload.py's whole run, the same for every framework: the command line, threads,
+    --describe, the device check, the rank and its events file, then set-up, the model, its
+    step, one announcement, the timed steps, LoadGen (rank 0) and "end"."""
+    t_launch = time.monotonic()
+    args = hooks.parse_args(argv)
+    hooks.threads(args)
+    if args.describe:
+        return describe(**hooks.describe(args), framework_version=hooks.version)
+    if args.device == "cuda" and (missing := hooks.cuda_missing()):
+        return no_device(missing)
+    place = hooks.place(args)
+    events = Events(place.rank if place.events_rank is None else place.events_rank)
+    try:
+        hooks.setup(args)
+        model = hooks.build(args)
+        predict = hooks.make_predict(args, model) if args.mode == "infer" else None
+        if predict is not None:
+            step = infer_step(predict, args.batch_size)
+        else:
+            step = hooks.make_step(args, model)
+        announce(events, args, hooks, hooks.facts(args, model), place)
+        hooks.sync()
+        ready = run_steps(events, steps=args.steps, samples=args.batch_size * place.replicas,
+                          step=step, t_launch=t_launch)  # fmt: skip
+    except Unsupported as why:
+        return events.unsupported(str(why))
+    finish(events, args, ready, predict, place.rank)
+    hooks.teardown()
+    return 0
+
+
+def micro_main(hooks: Hooks, argv: list[str] | None = None) -> int:
+    """micro.py's whole run, the same for every framework: as `main`, for one process, with
+    the operator counted by model_math and no LoadGen."""
+    t_launch = time.monotonic()
+    args = hooks.parse_args(argv)
+    hooks.threads(args)
+    missing_op = hooks.cannot_run(args)
+    if args.describe:
+        said = {"unsupported": missing_op} if missing_op else {}
+        return describe(**model_math.micro_counts(args), framework_version=hooks.version, **said)
+    if args.device == "cuda" and (missing := hooks.cuda_missing()):
+        return no_device(missing)
+    events = Events()
+    try:
+        if missing_op:
+            raise Unsupported(missing_op)
+        hooks.setup(args)
+        step = hooks.make_step(args, None)  # the operator is built with its step
+        announce_micro(events, args, hooks, hooks.facts(args, None))
+        hooks.sync()
+        ready = run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
+                          t_launch=t_launch, set_up="import, build, data")  # fmt: skip
+    except Unsupported as why:
+        return events.unsupported(str(why))
+    return finish(events, args, ready)
