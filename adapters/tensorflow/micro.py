@@ -17,12 +17,11 @@ Events contract as for workload.py: JSON lines to the file named by $DLPERF_EVEN
 "ready", one "step" per iteration, "end", or "unsupported"); a human-readable log goes to
 stdout.
 
-Counting and defaults are the same in every framework: see the microbenchmark section of
-adapters/_shared/model_math.py (linear in TF/s, 3 x the forward FLOPs when training;
-embeddingbag in GB/s, the rows read, 3 x when training; FAMBench's linear_A and emb "B" shapes).
-Each step uses another batch of indices from a pool that together touch at least 256 MiB of
-rows (or one batch per step when there are fewer steps), so repeated bags are not served from
-cache. The linear input and labels are made once.
+Counting, defaults and embeddingbag's pool of index batches (another batch each step, so
+repeated bags are not served from cache) are the same in every framework: see the
+microbenchmark section of adapters/_shared/model_math.py (linear in TF/s, 3 x the forward FLOPs
+when training; embeddingbag in GB/s, the rows read, 3 x when training; FAMBench's linear_A and
+emb "B" shapes). The linear input and labels are made once.
 
 AMP: the Keras mixed_bfloat16 policy on the CPU, mixed_float16 (with LossScaleOptimizer when
 training) on CUDA. For embeddingbag, amp stores the table in that dtype (FAMBench's
