@@ -9,6 +9,7 @@ import ast
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,213 @@ def test_model_math_gives_the_published_counts() -> None:
     bag = argparse.Namespace(model="embeddingbag", num_embeddings=10, embedding_dim=56,
                              bag_size=34, mode="infer", precision="amp")  # fmt: skip
     assert model_math.micro_counts(bag)["bytes_per_sample"] == 34 * 56 * 2
+
+
+# --------------------------------------------------------------------------------------------
+# The worker sequence: kit.main(hooks) and kit.micro_main(hooks) with a pretend framework
+# --------------------------------------------------------------------------------------------
+
+
+class Pretend(kit.Hooks):
+    """A framework without a framework: records which hooks ran, in order."""
+
+    framework, version, compiler = "pretend", "0.1", "jit"
+    practice_empty = "none here"
+
+    def __init__(self, fail_in: str = "", world: int = 1) -> None:
+        self.calls: list[str] = []
+        self.fail_in, self.world = fail_in, world
+
+    def hook(self, name: str) -> None:
+        self.calls.append(name)
+        if name == self.fail_in:
+            raise kit.Unsupported(f"no {name} here")
+
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        self.hook("parse_args")
+        p = kit.model_parser(None, xla_help="x", threads_help="t")
+        return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"])
+
+    def threads(self, args: argparse.Namespace) -> None:
+        self.hook("threads")
+
+    def describe(self, args: argparse.Namespace) -> dict[str, object]:
+        self.hook("describe")
+        return {"params": 7, "flops_per_sample": 2e9}
+
+    def cuda_missing(self) -> str | None:
+        return "no GPU in a pretend framework"
+
+    def place(self, args: argparse.Namespace) -> kit.Place:
+        self.hook("place")
+        return kit.Place(rank=1, world=self.world, events_rank=3)
+
+    def setup(self, args: argparse.Namespace) -> None:
+        self.hook("setup")
+
+    def build(self, args: argparse.Namespace) -> str:
+        self.hook("build")
+        return "model"
+
+    def make_step(self, args: argparse.Namespace, model: str) -> Callable[[], float]:
+        self.hook("make_step")
+        return lambda: 0.25
+
+    def make_predict(self, args: argparse.Namespace, model: str) -> Callable[[int], None]:
+        self.hook("make_predict")
+        return lambda n: self.calls.append(f"predict {n}")
+
+    def facts(self, args: argparse.Namespace, model: str | None) -> kit.Facts:
+        self.hook("facts")
+        return kit.Facts("cpu", "a CPU", threads=2, params=7, flops=2e9,
+                         practice={"fused": True}, extra={"tf32": None},
+                         notes=("a note",))  # fmt: skip
+
+    def sync(self) -> None:
+        self.hook("sync")
+
+    def teardown(self) -> None:
+        self.hook("teardown")
+
+
+def run_main(main: Callable[..., int], hooks: kit.Hooks, argv: list[str], tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[dict]]:  # fmt: skip
+    monkeypatch.setenv(kit.EVENTS_ENV, str(tmp_path / "events.rank{rank}.jsonl"))
+    code = main(hooks, argv)
+    found = sorted(tmp_path.glob("events.rank*.jsonl"))
+    return code, [json.loads(line) for p in found for line in p.read_text().splitlines()]
+
+
+def test_main_runs_the_hooks_in_order_and_announces_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hooks = Pretend(world=2)
+    argv = ["--model", "resnet50", "--steps", "2", "--batch-size", "4", "--xla"]
+    code, events = run_main(kit.main, hooks, argv, tmp_path, monkeypatch)
+    assert code == 0
+    assert hooks.calls == ["parse_args", "threads", "place", "setup", "build", "make_step",
+                           "facts", "sync", "teardown"]  # fmt: skip
+    assert (tmp_path / "events.rank3.jsonl").exists()  # the place's events rank
+    assert [e["event"] for e in events] == ["start", "ready", "step", "step", "end"]
+    start = events[0]
+    assert start["framework"] == "pretend" and start["framework_version"] == "0.1"
+    assert (start["rank"], start["world_size"], start["params"]) == (1, 2, 7)
+    assert start["practice"] == {"fused": True} and start["tf32"] is None
+    assert [e["loss"] for e in events[2:4]] == [0.25, 0.25]
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == [
+        "pretend 0.1 resnet50: 7 params, 2.00 GFLOPs/sample (train), batch 4, image 224, fp32, "
+        "jit, cpu (a CPU), 2 threads, 2 steps",
+        "best practice: fused True",
+        "a note",
+    ]
+
+
+def test_main_infers_through_predict_and_turns_unsupported_into_its_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooks = Pretend()
+    argv = ["--model", "bert", "--mode", "infer", "--steps", "1", "--batch-size", "3"]
+    code, events = run_main(kit.main, hooks, argv, tmp_path, monkeypatch)
+    assert code == 0 and "make_step" not in hooks.calls and "predict 3" in hooks.calls
+    assert "loss" not in events[2]
+    for hook in ("setup", "build", "make_step"):  # before the announcement: no start event
+        (tmp_path / "events.rank3.jsonl").unlink()
+        failing = Pretend(fail_in=hook)
+        argv = ["--model", "bert", "--steps", "1"]
+        code, events = run_main(kit.main, failing, argv, tmp_path, monkeypatch)
+        assert code == kit.UNSUPPORTED_EXIT and "teardown" not in failing.calls
+        assert events == [{"event": "unsupported", "reason": f"no {hook} here"}]
+
+
+def test_main_describes_without_a_run_and_refuses_cuda_without_a_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hooks = Pretend()
+    code, events = run_main(kit.main, hooks, ["--model", "bert", "--describe"], tmp_path,
+                            monkeypatch)  # fmt: skip
+    assert code == 0 and events == [] and hooks.calls[-1] == "describe"
+    described = json.loads(capsys.readouterr().out)
+    assert described == {"params": 7, "flops_per_sample": 2e9, "framework_version": "0.1"}
+    code, events = run_main(kit.main, Pretend(), ["--model", "bert", "--device", "cuda"],
+                            tmp_path, monkeypatch)  # fmt: skip
+    assert code == kit.NO_DEVICE_EXIT and events == []
+    assert "no GPU in a pretend framework" in capsys.readouterr().err
+
+
+class PretendMicro(Pretend):
+    ops = {"linear": "pretend.Linear"}
+
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        self.hook("parse_args")
+        return kit.parse_micro_args(argv, None, threads_help="t")
+
+    def cannot_run(self, args: argparse.Namespace) -> str | None:
+        return "no embedding bags" if args.model == "embeddingbag" else None
+
+
+def test_micro_main_counts_the_operator_and_says_what_it_cannot_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hooks = PretendMicro()
+    argv = ["--model", "linear", "--steps", "1", "--in-features", "8", "--out-features", "8"]
+    code, events = run_main(kit.micro_main, hooks, argv, tmp_path, monkeypatch)
+    assert code == 0 and "build" not in hooks.calls and "place" not in hooks.calls
+    start = events[0]
+    assert start["op"] == "pretend.Linear" and start["impl"] == "micro"
+    assert start["shape"] == "8 -> 8 x 4 layers" and start["params"] == 4 * (8 * 8 + 8)
+    out = capsys.readouterr().out
+    assert out.startswith("pretend 0.1 micro linear (pretend.Linear), 8 -> 8 x 4 layers: 288 ")
+    (tmp_path / "events.rank0.jsonl").unlink()
+    code, events = run_main(kit.micro_main, PretendMicro(), ["--model", "embeddingbag"],
+                            tmp_path, monkeypatch)  # fmt: skip
+    assert code == kit.UNSUPPORTED_EXIT
+    assert events == [{"event": "unsupported", "reason": "no embedding bags"}]
+    kit.micro_main(PretendMicro(), ["--model", "embeddingbag", "--describe"])
+    described = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert described["unsupported"] == "no embedding bags" and described["unit"] == "GB/s"
+
+
+def test_the_first_call_of_a_compiled_step_fails_as_unsupported_and_later_ones_crash() -> None:
+    calls = []
+
+    def step() -> float:
+        calls.append(1)
+        raise RuntimeError("graph conversion failed\nat line 3")
+
+    guarded = kit.unsupported_if_first_fails(step, "the compiler failed on bert")
+    with pytest.raises(kit.Unsupported, match="^the compiler failed on bert: RuntimeError: "
+                                              "graph conversion failed$"):  # fmt: skip
+        guarded()
+    with pytest.raises(RuntimeError):
+        guarded()
+
+
+def test_a_torch_like_update_goes_through_the_loss_scaler_when_there_is_one() -> None:
+    seen: list[str] = []
+
+    class Loss:
+        def backward(self) -> None:
+            seen.append("backward")
+
+    class Optimizer:
+        def step(self) -> None:
+            seen.append("step")
+
+    class Scaler:
+        def scale(self, loss: Loss) -> Loss:
+            seen.append("scale")
+            return loss
+
+        def step(self, optimizer: Optimizer) -> None:
+            seen.append("scaler.step")
+            optimizer.step()
+
+        def update(self) -> None:
+            seen.append("update")
+
+    kit.backward_and_update(Loss(), Optimizer())
+    assert seen == ["backward", "step"]
+    seen.clear()
+    kit.backward_and_update(Loss(), Optimizer(), Scaler())
+    assert seen == ["scale", "backward", "scaler.step", "step", "update"]

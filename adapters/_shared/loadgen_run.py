@@ -153,6 +153,92 @@ def keep_short_run(out_dir: str, index: int) -> str:
     return folder
 
 
+class BatchingSUT:
+    """The system under test's worker: what LoadGen issues is batched, up to `batch_size`
+    samples per predict() call, on one thread; each sample completes when its batch is done."""
+
+    def __init__(self, lg, predict: Callable[[int], None], batch_size: int,
+                 log: Callable[[str], None]) -> None:  # fmt: skip
+        self.lg, self.predict, self.batch_size, self.log = lg, predict, batch_size, log
+        self.pending: queue.Queue = queue.Queue()
+        self.samples = self.batches = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.work, daemon=True)
+        self.thread.start()
+
+    def issue_queries(self, samples) -> None:
+        for s in samples:
+            self.pending.put(s)
+
+    def next_batch(self) -> list:
+        """The samples waiting now, up to a batch (empty when none came in 50 ms)."""
+        try:
+            batch = [self.pending.get(timeout=0.05)]
+        except queue.Empty:
+            return []
+        while len(batch) < self.batch_size:
+            try:
+                batch.append(self.pending.get_nowait())
+            except queue.Empty:
+                break
+        return batch
+
+    def work(self) -> None:
+        last_note = time.monotonic()
+        while not self.stop.is_set():
+            batch = self.next_batch()
+            if not batch:
+                continue
+            self.predict(len(batch))
+            self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(s.id, 0, 0) for s in batch])
+            self.samples += len(batch)
+            self.batches += 1
+            if time.monotonic() - last_note > 5:  # a sign of life for dlperf's watchdog
+                self.log(f"loadgen: {self.samples} samples in {self.batches} batches")
+                last_note = time.monotonic()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def log_settings(lg, out_dir: str):
+    """LoadGen's logs to `out_dir`, the summary not copied to stdout."""
+    out = lg.LogOutputSettings()
+    out.outdir = out_dir
+    out.copy_summary_to_stdout = False
+    settings = lg.LogSettings()
+    settings.log_output = out
+    return settings
+
+
+def run_again(settings: dict, given: dict, out_dir: str, attempt: int,
+              log: Callable[[str], None]) -> bool:  # fmt: skip
+    """Whether the test just run must run again, with `settings`' target_qps raised: an Offline
+    query sized by dlperf's estimate that ended before the minimum duration says the estimate
+    was low, not that the system missed a constraint. LoadGen's own advice is a larger query,
+    so it runs again expecting twice the rate it saw. A target the user gave is theirs: its
+    verdict stands."""
+    if settings["scenario"] != "offline" or "target_qps" in given:
+        return False
+    seen = logged(out_dir, ("result_min_duration_met", "result_samples_per_second"))
+    rate = seen.get("result_samples_per_second")
+    if seen.get("result_min_duration_met") is not False or not rate:
+        return False
+    min_duration_s = float(settings.get("min_duration_s", LOADGEN_MIN_DURATION_S))
+    if attempt == OFFLINE_RUNS:
+        log(f"loadgen: still shorter than {min_duration_s:g} s after {attempt} runs")
+        return False
+    folder = keep_short_run(out_dir, attempt)
+    settings["target_qps"] = round(max(2.0 * rate, 2.0 * settings["target_qps"]), 3)
+    log(
+        f"loadgen: the query ran at {rate:.2f} samples/s and ended before the minimum "
+        f"duration ({min_duration_s:g} s; logs kept in {folder}); running it again "
+        f"with target_qps {settings['target_qps']}"
+    )
+    return True
+
+
 def run(
     settings: dict,
     out_dir: str,
@@ -165,73 +251,19 @@ def run(
 
     given = dict(settings)
     settings = plan(given, predict, batch_size, log)
-    pending: queue.Queue = queue.Queue()
-    done = {"samples": 0, "batches": 0}
-    stop = threading.Event()
-
-    def worker() -> None:
-        last_note = time.monotonic()
-        while not stop.is_set():
-            try:
-                first = pending.get(timeout=0.05)
-            except queue.Empty:
-                continue
-            batch = [first]
-            while len(batch) < batch_size:
-                try:
-                    batch.append(pending.get_nowait())
-                except queue.Empty:
-                    break
-            predict(len(batch))
-            lg.QuerySamplesComplete([lg.QuerySampleResponse(s.id, 0, 0) for s in batch])
-            done["samples"] += len(batch)
-            done["batches"] += 1
-            if time.monotonic() - last_note > 5:  # a sign of life for dlperf's watchdog
-                log(f"loadgen: {done['samples']} samples in {done['batches']} batches")
-                last_note = time.monotonic()
-
-    def issue_queries(samples) -> None:
-        for s in samples:
-            pending.put(s)
-
-    thread = threading.Thread(target=worker, daemon=True)
-    thread.start()
-    sut = lg.ConstructSUT(issue_queries, lambda: None)
+    worker = BatchingSUT(lg, predict, batch_size, log)
+    sut = lg.ConstructSUT(worker.issue_queries, lambda: None)
     count = int(settings.get("performance_sample_count", min(sample_count, 1024)))
     qsl = lg.ConstructQSL(sample_count, count, lambda _: None, lambda _: None)
-    out = lg.LogOutputSettings()
-    out.outdir = out_dir
-    out.copy_summary_to_stdout = False
-    log_settings = lg.LogSettings()
-    log_settings.log_output = out
+    logs = log_settings(lg, out_dir)
     log(f"loadgen: {SCENARIOS[settings['scenario']]} scenario, batches of up to {batch_size}")
-    min_duration_s = float(settings.get("min_duration_s", LOADGEN_MIN_DURATION_S))
     try:
         for attempt in range(1, OFFLINE_RUNS + 1):
-            lg.StartTestWithLogSettings(sut, qsl, test_settings(lg, settings), log_settings)
-            # An Offline query sized by dlperf's estimate that ended before the minimum duration
-            # says the estimate was low, not that the system missed a constraint: LoadGen's own
-            # advice is a larger query, so run again expecting twice the rate it saw. A target
-            # the user gave is theirs: its verdict stands.
-            if settings["scenario"] != "offline" or "target_qps" in given:
+            lg.StartTestWithLogSettings(sut, qsl, test_settings(lg, settings), logs)
+            if not run_again(settings, given, out_dir, attempt, log):
                 break
-            seen = logged(out_dir, ("result_min_duration_met", "result_samples_per_second"))
-            rate = seen.get("result_samples_per_second")
-            if seen.get("result_min_duration_met") is not False or not rate:
-                break
-            if attempt == OFFLINE_RUNS:
-                log(f"loadgen: still shorter than {min_duration_s:g} s after {attempt} runs")
-                break
-            folder = keep_short_run(out_dir, attempt)
-            settings["target_qps"] = round(max(2.0 * rate, 2.0 * settings["target_qps"]), 3)
-            log(
-                f"loadgen: the query ran at {rate:.2f} samples/s and ended before the minimum "
-                f"duration ({min_duration_s:g} s; logs kept in {folder}); running it again "
-                f"with target_qps {settings['target_qps']}"
-            )
     finally:
-        stop.set()
-        thread.join()
+        worker.close()
         lg.DestroyQSL(qsl)
         lg.DestroySUT(sut)
-    log(f"loadgen: done, {done['samples']} samples in {done['batches']} batches; logs in {out_dir}")
+    log(f"loadgen: done, {worker.samples} samples in {worker.batches} batches; logs in {out_dir}")

@@ -12,6 +12,7 @@ gradients with respect to both the activations and the weights (~2 x the forward
 from __future__ import annotations
 
 import argparse
+import math
 
 RESNET50_PARAMS = 25_557_032  # at 1000 classes, same as torchvision's resnet50
 BERT_BASE_PARAMS = 110_106_428  # BertForPreTraining, tied MLM decoder counted once
@@ -133,6 +134,26 @@ def shape_text(args: argparse.Namespace) -> str:
 # --------------------------------------------------------------------------------------------
 
 INDEX_BYTES = 8  # int64 indices
+# Each embeddingbag step looks up another batch of indices from a pool that together touch at
+# least INDEX_POOL_BYTES of rows (or one batch per step when there are fewer steps), so
+# repeated bags are not served from cache; the pool itself takes INDEX_POOL_MAX_BYTES at most.
+INDEX_POOL_BYTES = 256 * 2**20
+INDEX_POOL_MAX_BYTES = 64 * 2**20
+
+
+def linear_sizes(args: argparse.Namespace) -> list[tuple[int, int]]:
+    """(in, out) of each Linear layer of the linear microbenchmark's stack."""
+    sizes = [args.in_features] + [args.out_features] * args.layers
+    return list(zip(sizes[:-1], sizes[1:], strict=True))
+
+
+def index_pool_size(args: argparse.Namespace) -> int:
+    """How many distinct index batches embeddingbag's steps cycle through."""
+    per_batch_rows = args.batch_size * args.bag_size
+    row_bytes = args.embedding_dim * element_size(args)
+    wanted = math.ceil(INDEX_POOL_BYTES / (per_batch_rows * row_bytes))
+    room = INDEX_POOL_MAX_BYTES // (per_batch_rows * INDEX_BYTES)
+    return max(1, min(max(args.steps, 1), wanted, room))
 
 
 def linear_params(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
 import workload_kit as kit  # noqa: E402
@@ -44,7 +45,7 @@ def exit_code(code: int) -> int:
     return 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--node-rank", type=int, required=True)
     p.add_argument("--hosts", required=True, help="comma-separated node addresses, master first")
@@ -53,14 +54,11 @@ def main() -> int:
     p.add_argument("--split-threads", action="store_true", help="cores / DLPERF_RANKS_ON_HOST")
     p.add_argument("--gpus", action="store_true", help="one GPU per worker")
     p.add_argument("workload", nargs=argparse.REMAINDER, help="-- the worker's argv")
-    args = p.parse_args()
-    workload = args.workload[1:] if args.workload[:1] == ["--"] else args.workload
-    hosts = args.hosts.split(",")
+    return p.parse_args()
 
-    def log(text: str) -> None:
-        print(f"[dist_node {args.node_rank}] {text}", flush=True)
 
-    world = len(hosts) * args.workers
+def node_env(args: argparse.Namespace, hosts: list[str], world: int) -> dict[str, str]:
+    """The environment every child of this node starts from: ps-lite's DMLC_* names."""
     base = {k: v for k, v in os.environ.items() if k != "PORT"}  # ps-lite reads PORT
     base.update(
         DMLC_PS_ROOT_URI=hosts[0],
@@ -71,6 +69,41 @@ def main() -> int:
     )
     if args.split_threads:  # ranks sharing this host's cores; MXNet reads it at start-up
         base["OMP_NUM_THREADS"] = str(kit.cores_per_rank(kit.ranks_on_host(args.workers)))
+    return base
+
+
+def supervise(children: list[tuple[str, subprocess.Popen]], workers: list[subprocess.Popen],
+              log: Callable[[str], None]) -> int:  # fmt: skip
+    """Wait for the workers, then for the servers and the scheduler to leave (they do once
+    every worker has finalized); any child failing (a server too) fails the node at once."""
+    deadline = None
+    while True:
+        running = [n for n, c in children if c.poll() is None]  # before `failed`: no race
+        failed = [(n, c) for n, c in children if c.poll() not in (None, 0)]
+        if failed:
+            name, proc = failed[0]
+            log(f"{name} failed with exit code {proc.returncode}: stopping the others")
+            return exit_code(proc.returncode) or 1
+        if not running:
+            return 0
+        if deadline is None and all(w.poll() is not None for w in workers):
+            deadline = time.monotonic() + SERVER_EXIT_S
+        if deadline is not None and time.monotonic() > deadline:
+            log(f"stopping {', '.join(running)}: still running after the workers finished")
+            return 0
+        time.sleep(0.1)
+
+
+def main() -> int:
+    args = parse_args()
+    workload = args.workload[1:] if args.workload[:1] == ["--"] else args.workload
+    hosts = args.hosts.split(",")
+
+    def log(text: str) -> None:
+        print(f"[dist_node {args.node_rank}] {text}", flush=True)
+
+    world = len(hosts) * args.workers
+    base = node_env(args, hosts, world)
     gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
     if gpus == [""]:
         gpus = [str(i) for i in range(args.workers)]
@@ -106,26 +139,10 @@ def main() -> int:
             if args.gpus:
                 env["CUDA_VISIBLE_DEVICES"] = gpus[j]
             workers.append(start(f"worker {g}", workload, **env))
-        # Wait for the workers, then for the servers and the scheduler to leave (they do once
-        # every worker has finalized); any child failing (a server too) fails the node at once.
-        deadline = None
-        while True:
-            running = [n for n, c in children if c.poll() is None]  # before `failed`: no race
-            failed = [(n, c) for n, c in children if c.poll() not in (None, 0)]
-            if failed:
-                name, proc = failed[0]
-                log(f"{name} failed with exit code {proc.returncode}: stopping the others")
-                return exit_code(proc.returncode) or 1
-            if not running:
-                break
-            if deadline is None and all(w.poll() is not None for w in workers):
-                deadline = time.monotonic() + SERVER_EXIT_S
-            if deadline is not None and time.monotonic() > deadline:
-                log(f"stopping {', '.join(running)}: still running after the workers finished")
-                break
-            time.sleep(0.1)
-        log(f"all {args.workers} workers finished")
-        return 0
+        code = supervise(children, workers, log)
+        if code == 0:
+            log(f"all {args.workers} workers finished")
+        return code
     finally:
         stop(children)
 

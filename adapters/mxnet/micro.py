@@ -14,10 +14,11 @@
 
 MXNet's engine is asynchronous even on a CPU: each step's timestamp is taken only after
 `mx.nd.waitall()` (forward, backward and the update) and reading the loss back. Runs inside the
-adapter's isolated env and imports only MXNet, numpy, the standard library and the stdlib-only
-kit in adapters/_shared. Events contract as for workload.py: JSON lines to the file named by
-$DLPERF_EVENTS ("start", "ready", one "step" per iteration, "end", or "unsupported"); a
-human-readable log goes to stdout.
+adapter's isolated env and imports only MXNet, numpy, the standard library, the stdlib-only
+kit in adapters/_shared and, from workload.py beside it, the framework's hooks (CUDA check,
+device sync) and its recorded backward pass. Events contract as for workload.py: JSON lines
+to the file named by $DLPERF_EVENTS ("start", "ready", one "step" per iteration, "end", or
+"unsupported"); a human-readable log goes to stdout.
 
 Counting and defaults are the same in every framework: adapters/_shared/model_math.py
 (micro_counts: linear in FLOPs, 3 x the forward when training; embeddingbag in bytes, for
@@ -42,7 +43,6 @@ import argparse
 import contextlib
 import os
 import sys
-import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
@@ -53,8 +53,9 @@ kit.pin_omp_threads(sys.argv[1:])  # MXNet reads OMP_NUM_THREADS once, when it i
 
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
-from mxnet import autograd, gluon  # noqa: E402
+from mxnet import gluon  # noqa: E402
 from mxnet.gluon import nn  # noqa: E402
+from workload import MXNet, record_backward  # noqa: E402
 
 LR = 0.01  # FAMBench's linear ubench SGD learning rate
 
@@ -115,12 +116,9 @@ def cpu_amp_problem() -> str | None:
 def linear_step(args: argparse.Namespace, ctx: mx.Context, amp) -> Callable[[], float | None]:
     mx.random.seed(args.seed)
     net = nn.Sequential()
-    in_units = args.in_features
-    for k in range(args.layers):
+    for k, (n_in, n_out) in enumerate(model_math.linear_sizes(args)):
         last = k == args.layers - 1
-        net.add(nn.Dense(args.out_features, activation=None if last else "relu",
-                         in_units=in_units, flatten=False))  # fmt: skip
-        in_units = args.out_features
+        net.add(nn.Dense(n_out, activation=None if last else "relu", in_units=n_in, flatten=False))
     net.initialize(mx.init.Xavier(), ctx=ctx)
     rng = np.random.default_rng(args.seed)
     x = mx.nd.array(rng.standard_normal((args.batch_size, args.in_features)), ctx=ctx)
@@ -140,13 +138,7 @@ def linear_step(args: argparse.Namespace, ctx: mx.Context, amp) -> Callable[[], 
         amp.init_trainer(trainer)
 
     def train() -> float:
-        with autograd.record():
-            loss = ce(net(x).astype("float32"), labels).mean()
-            if amp is not None:
-                with amp.scale_loss(loss, trainer) as scaled:
-                    autograd.backward(scaled)
-        if amp is None:
-            loss.backward()
+        loss = record_backward(lambda: ce(net(x).astype("float32"), labels).mean(), trainer, amp)
         trainer.step(1)  # the loss is a batch mean already
         # The engine is asynchronous: wait for the whole step (update included), then read.
         mx.nd.waitall()
@@ -160,53 +152,47 @@ def linear_step(args: argparse.Namespace, ctx: mx.Context, amp) -> Callable[[], 
 # --------------------------------------------------------------------------------------------
 
 
+class MXNetMicro(MXNet):
+    """The microbenchmarks' parts of the worker sequence (kit.micro_main runs them); the CUDA
+    check and the device sync are workload.py's."""
+
+    ops = {"linear": "mxnet.gluon.nn.Dense"}
+    amp = None
+
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        return kit.parse_micro_args(
+            argv, __doc__, threads_help="OMP_NUM_THREADS (set before MXNet starts)"
+        )
+
+    def cannot_run(self, args: argparse.Namespace) -> str | None:
+        return embeddingbag_missing() if args.model == "embeddingbag" else None
+
+    def setup(self, args: argparse.Namespace) -> None:
+        on_gpu = args.device == "cuda"
+        self.ctx = mx.gpu(0) if on_gpu else mx.cpu()
+        if args.precision == "amp":
+            self.amp_dtype = "float16" if on_gpu else "bfloat16"
+            if problem := None if on_gpu else cpu_amp_problem():
+                raise kit.Unsupported(problem)
+            from mxnet.contrib import amp
+
+            amp.init(target_dtype=self.amp_dtype)
+            self.amp = amp
+
+    def make_step(self, args: argparse.Namespace, model: None) -> Callable[[], float | None]:
+        return linear_step(args, self.ctx, self.amp)
+
+    def facts(self, args: argparse.Namespace, model: None) -> kit.Facts:
+        on_gpu = args.device == "cuda"
+        return kit.Facts(
+            args.device, f"GPU {self.ctx.device_id}" if on_gpu else kit.cpu_name(),
+            self.amp_dtype, kit.omp_threads(),
+            extra={"cpu_native_bf16": None if on_gpu else kit.cpu_native_bf16()},
+        )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
-    t_launch = time.monotonic()
-    args = kit.parse_micro_args(
-        argv, __doc__, threads_help="OMP_NUM_THREADS (set before MXNet starts)"
-    )
-
-    if args.describe:
-        info = {**model_math.micro_counts(args), "framework_version": mx.__version__}
-        if args.model == "embeddingbag":
-            info["unsupported"] = embeddingbag_missing()
-        return kit.describe(**info)
-
-    if args.device == "cuda" and mx.context.num_gpus() == 0:
-        return kit.no_device(f"MXNet {mx.__version__} sees no GPU")
-
-    events = kit.Events()
-    if args.model == "embeddingbag":
-        return events.unsupported(embeddingbag_missing())
-    on_gpu = args.device == "cuda"
-    ctx = mx.gpu(0) if on_gpu else mx.cpu()
-    amp, amp_dtype = None, None
-    if args.precision == "amp":
-        amp_dtype = "float16" if on_gpu else "bfloat16"
-        problem = None if on_gpu else cpu_amp_problem()
-        if problem:
-            return events.unsupported(problem)
-        from mxnet.contrib import amp
-
-        amp.init(target_dtype=amp_dtype)
-
-    step = linear_step(args, ctx, amp)
-    op = "mxnet.gluon.nn.Dense"
-    info = model_math.micro_counts(args)
-    shape = model_math.micro_shape_text(args)
-    device_name = kit.cpu_name() if not on_gpu else f"GPU {ctx.device_id}"
-    threads = kit.omp_threads()
-    events.start("mxnet", mx.__version__, args, device=args.device, device_name=device_name,
-                 impl="micro", op=op, amp_dtype=amp_dtype, threads=threads, shape=shape,
-                 cpu_native_bf16=None if on_gpu else kit.cpu_native_bf16(), **info)  # fmt: skip
-    print(kit.micro_start_line(
-        f"mxnet {mx.__version__}", args, op=op, info=info, shape=shape, amp_dtype=amp_dtype,
-        device=args.device, device_name=device_name, threads=threads,
-    ), flush=True)  # fmt: skip
-    mx.nd.waitall()
-    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
-                          t_launch=t_launch, set_up="import, build, data")  # fmt: skip
-    return kit.finish(events, args, ready)
+    return kit.micro_main(MXNetMicro(), argv)
 
 
 if __name__ == "__main__":

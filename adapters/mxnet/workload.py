@@ -30,7 +30,7 @@ import argparse
 import math
 import os
 import sys
-import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
 import model_math  # noqa: E402
@@ -354,73 +354,100 @@ def make_trainer(
     return trainer
 
 
-def make_step(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv=None):
-    b = args.batch_size
-    nd = mx.nd
-    if args.model == "resnet50":
-        (images,) = model_inputs(args, ctx)
-        labels = nd.random.randint(0, args.num_classes, shape=(b,), ctx=ctx).astype("float32")
-        ce = gluon.loss.SoftmaxCrossEntropyLoss()
-        # MXNet's sgd adds wd * weight to the gradient, exactly as PyTorch's SGD does.
-        trainer = make_trainer(
-            args, net, "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}
-        )
+Task = tuple[Callable[[], mx.nd.NDArray], gluon.Trainer]
 
-        def loss_fn():
-            return ce(net(images), labels).mean()
 
-    else:
-        s, vocab = args.seq_len, model_math.BERT_BASE["vocab"]
-        input_ids, token_types = model_inputs(args, ctx)
-        masked = nd.random.uniform(shape=(b, s), ctx=ctx) < 0.15
-        masked[:, min(1, s - 1)] = 1
-        mlm_targets = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
-        nsp_labels = nd.random.randint(0, 2, shape=(b,), ctx=ctx).astype("float32")
-        trainer = make_trainer(
-            args, net, "torchadamw",
-            {"learning_rate": 1e-4, "wd": 0.01, "epsilon": 1e-8, "beta1": 0.9, "beta2": 0.999},
-        )  # fmt: skip
+def resnet_task(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context) -> Task:
+    """(loss_fn, trainer): cross entropy of a synthetic batch of images, SGD with momentum."""
+    (images,) = model_inputs(args, ctx)
+    labels = mx.nd.random.randint(0, args.num_classes, shape=(args.batch_size,), ctx=ctx)
+    labels = labels.astype("float32")
+    ce = gluon.loss.SoftmaxCrossEntropyLoss()
+    # MXNet's sgd adds wd * weight to the gradient, exactly as PyTorch's SGD does.
+    trainer = make_trainer(args, net, "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4})
 
-        def loss_fn():
-            mlm_logits, nsp_logits = net(input_ids, token_types)
-            logp = nd.log_softmax(mlm_logits, axis=-1)
-            picked = nd.pick(logp, mlm_targets, axis=-1)
-            mlm = -(picked * masked).sum() / masked.sum()  # mean over the masked positions
-            nsp = -nd.pick(nd.log_softmax(nsp_logits, axis=-1), nsp_labels, axis=-1).mean()
-            return mlm + nsp
+    def loss_fn() -> mx.nd.NDArray:
+        return ce(net(images), labels).mean()
 
-    # Data parallel: every step the kvstore sums each gradient over all workers, and each worker
-    # updates its own copy with the mean (as DDP does; the servers could not unpickle
-    # TorchAdamW). Not the Trainer's kvstore: its lazy first-step broadcast of the weights and
-    # the first gradient push share a key with no ordering, so a rank can pull the gradient
-    # sum into its weights. Here rank 0's weights are pulled, and landed, before any push.
+    return loss_fn, trainer
+
+
+def bert_task(args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context) -> Task:
+    """(loss_fn, trainer): BERT pretraining's MLM + NSP loss of a synthetic batch, AdamW."""
+    b, s, vocab, nd = args.batch_size, args.seq_len, model_math.BERT_BASE["vocab"], mx.nd
+    input_ids, token_types = model_inputs(args, ctx)
+    masked = nd.random.uniform(shape=(b, s), ctx=ctx) < 0.15
+    masked[:, min(1, s - 1)] = 1
+    mlm_targets = nd.random.randint(0, vocab, shape=(b, s), ctx=ctx).astype("float32")
+    nsp_labels = nd.random.randint(0, 2, shape=(b,), ctx=ctx).astype("float32")
+    trainer = make_trainer(
+        args, net, "torchadamw",
+        {"learning_rate": 1e-4, "wd": 0.01, "epsilon": 1e-8, "beta1": 0.9, "beta2": 0.999},
+    )  # fmt: skip
+
+    def loss_fn() -> mx.nd.NDArray:
+        mlm_logits, nsp_logits = net(input_ids, token_types)
+        logp = nd.log_softmax(mlm_logits, axis=-1)
+        picked = nd.pick(logp, mlm_targets, axis=-1)
+        mlm = -(picked * masked).sum() / masked.sum()  # mean over the masked positions
+        nsp = -nd.pick(nd.log_softmax(nsp_logits, axis=-1), nsp_labels, axis=-1).mean()
+        return mlm + nsp
+
+    return loss_fn, trainer
+
+
+def gradient_sum(net: nn.HybridBlock, kv) -> Callable[[], None]:
+    """Data parallel: every step the kvstore sums each gradient over all workers, and each
+    worker updates its own copy with the mean (as DDP does; the servers could not unpickle
+    TorchAdamW). Not the Trainer's kvstore: its lazy first-step broadcast of the weights and
+    the first gradient push share a key with no ordering, so a rank can pull the gradient sum
+    into its weights. Here rank 0's weights are pulled, and landed, before any push."""
     params = [p for p in net.collect_params().values() if p.grad_req != "null"]
     keys = list(range(len(params)))
-    scale = 1
-    if kv is not None:
-        kv.init(keys, [p.data() for p in params])
-        kv.pull(keys, out=[p.data() for p in params])
-        mx.nd.waitall()
-        scale = kv.num_workers
+    kv.init(keys, [p.data() for p in params])
+    kv.pull(keys, out=[p.data() for p in params])
+    mx.nd.waitall()
 
+    def push_pull() -> None:
+        for key, p in zip(keys, params, strict=True):
+            kv.pushpull(key, p.grad(), priority=-key)  # in place: the sum over workers
+
+    return push_pull
+
+
+def record_backward(loss_fn: Callable[[], mx.nd.NDArray], trainer: gluon.Trainer,
+                    amp) -> mx.nd.NDArray:  # fmt: skip
+    """The forward recorded by autograd, then the backward pass (with --precision amp through
+    mxnet.contrib.amp's dynamic loss scale); returns the loss."""
+    with autograd.record():
+        loss = loss_fn()
+        if amp is not None:
+            with amp.scale_loss(loss, trainer) as scaled:
+                autograd.backward(scaled)
+    if amp is None:
+        loss.backward()
+    return loss
+
+
+def make_step(
+    args: argparse.Namespace, net: nn.HybridBlock, ctx: mx.Context, kv=None
+) -> Callable[[], float]:
+    """The synthetic batch, the Trainer and step(): one forward/backward/update, returning the
+    loss once the engine has finished the step."""
+    loss_fn, trainer = (resnet_task if args.model == "resnet50" else bert_task)(args, net, ctx)
+    push_pull = gradient_sum(net, kv) if kv is not None else None
     amp = None
     if args.precision == "amp":
         from mxnet.contrib import amp
 
         amp.init_trainer(trainer)  # dynamic loss scaling for float16
 
-    def step():
-        with autograd.record():
-            loss = loss_fn()
-            if amp is not None:
-                with amp.scale_loss(loss, trainer) as scaled:
-                    autograd.backward(scaled)
-        if amp is None:
-            loss.backward()
-        if kv is not None:
-            for key, p in zip(keys, params, strict=True):
-                kv.pushpull(key, p.grad(), priority=-key)  # in place: the sum over workers
-        trainer.step(scale)  # the loss is a batch mean already: 1/workers makes the sum a mean
+    def step() -> float:
+        loss = record_backward(loss_fn, trainer, amp)
+        if push_pull is not None:
+            push_pull()
+        # The loss is a batch mean already: 1/workers makes the workers' sum a mean.
+        trainer.step(kv.num_workers if kv is not None else 1)
         # The engine is asynchronous: wait for the whole step (update included), then read.
         mx.nd.waitall()
         return float(loss.asscalar())
@@ -535,80 +562,90 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"])
 
 
+class MXNet(kit.Hooks):
+    """This framework's parts of the worker sequence (kit.main runs them)."""
+
+    framework, version, compiler = "mxnet", mx.__version__, "hybridized"
+    practice_empty = "none (MXNet defaults)"
+    kv, ctx, amp_dtype = None, mx.cpu(), None
+    bulk: dict[str, int] = {}
+
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        return parse_args(argv)
+
+    def describe(self, args: argparse.Namespace) -> dict[str, object]:
+        return {"params": count_params(build_model(args, mx.cpu())),
+                "flops_per_sample": model_math.flops_per_sample(args)}  # fmt: skip
+
+    def cuda_missing(self) -> str | None:
+        return None if mx.context.num_gpus() else f"MXNet {mx.__version__} sees no GPU"
+
+    def place(self, args: argparse.Namespace) -> kit.Place:
+        # Data parallel when dist_node.py started this as one of several ps-lite workers:
+        # joining the kvstore waits for the scheduler, the servers and every other worker.
+        # Inference joins it too, but only for its rank (the events file's name) and so that
+        # the scheduler and the servers leave when the workers finalize; it never exchanges a
+        # value through it.
+        if (os.environ.get("DMLC_ROLE") == "worker"
+                and int(os.environ.get("DMLC_NUM_WORKER", "1")) > 1):  # fmt: skip
+            self.kv = mx.kv.create("dist_sync")
+            return kit.Place(self.kv.rank, self.kv.num_workers)
+        return kit.Place()
+
+    def setup(self, args: argparse.Namespace) -> None:
+        if args.precision == "amp" and args.device == "cpu":
+            raise kit.Unsupported(
+                "MXNet 1.9 AMP is float16 on GPUs; its CPU path, amp.init(target_dtype="
+                "'bfloat16'), needs oneDNN bf16 kernels (AVX512-BF16/AMX) and fails on this "
+                "wheel and CPU with 'could not create a primitive descriptor iterator'"
+            )
+        self.ctx = mx.gpu(0) if args.device == "cuda" else mx.cpu()
+        self.bulk = apply_practice(args)
+        reason = conv_layout_unsupported(args, self.ctx)  # before the seed: it draws nothing
+        if reason:
+            raise kit.Unsupported(reason)
+        mx.random.seed(args.seed)
+        if args.precision == "amp":
+            from mxnet.contrib import amp
+
+            amp.init()
+            self.amp_dtype = "float16"
+
+    def build(self, args: argparse.Namespace) -> nn.HybridBlock:
+        net = build_model(args, self.ctx)  # the same weights on every rank (rank 0's pulled too)
+        if args.xla:
+            net.hybridize(static_alloc=True, static_shape=True, **self.bulk)
+        if self.kv is not None:
+            mx.random.seed(args.seed + self.kv.rank)  # each rank its own synthetic batch
+        return net
+
+    def make_step(self, args: argparse.Namespace, net: nn.HybridBlock) -> Callable[[], float]:
+        return make_step(args, net, self.ctx, self.kv)
+
+    def make_predict(self, args: argparse.Namespace, net: nn.HybridBlock) -> Callable[[int], None]:
+        return make_predict(args, net, self.ctx)
+
+    def facts(self, args: argparse.Namespace, net: nn.HybridBlock) -> kit.Facts:
+        cpu, kv = args.device == "cpu", self.kv
+        notes = ()
+        if kv is not None:
+            threads_text = os.environ.get("OMP_NUM_THREADS", "MXNet's default")
+            notes = (f"rank {kv.rank} of {kv.num_workers} (kvstore {kv.type}), "
+                     f"{threads_text} threads",)  # fmt: skip
+        return kit.Facts(
+            args.device, kit.cpu_name() if cpu else f"GPU {self.ctx.device_id}", self.amp_dtype,
+            # MXNet's CPU operators read OMP_NUM_THREADS at start-up (unset: one per CPU, 0)
+            (kit.omp_threads() or 0) if cpu else None,
+            params=count_params(net), flops=model_math.flops_per_sample(args),
+            practice=APPLIED, notes=notes,
+        )  # fmt: skip
+
+    def sync(self) -> None:
+        mx.nd.waitall()
+
+
 def main(argv: list[str] | None = None) -> int:
-    t_launch = time.monotonic()
-    args = parse_args(argv)
-    # Data parallel when dist_node.py started this as one of several ps-lite workers: joining
-    # the kvstore waits for the scheduler, the servers and every other worker. Inference joins
-    # it too, but only for its rank (the events file's name) and so that the scheduler and the
-    # servers leave when the workers finalize; it never exchanges a value through it.
-    kv = None
-    if (not args.describe and os.environ.get("DMLC_ROLE") == "worker"
-            and int(os.environ.get("DMLC_NUM_WORKER", "1")) > 1):  # fmt: skip
-        kv = mx.kv.create("dist_sync")
-    rank, world = (kv.rank, kv.num_workers) if kv is not None else (0, 1)
-    events = kit.Events(rank)
-
-    if args.describe:
-        net = build_model(args, mx.cpu())
-        flops = model_math.flops_per_sample(args)
-        return kit.describe(params=count_params(net), flops_per_sample=flops,
-                            framework_version=mx.__version__)  # fmt: skip
-
-    if args.device == "cuda" and mx.context.num_gpus() == 0:
-        return kit.no_device(f"MXNet {mx.__version__} sees no GPU")
-    if args.precision == "amp" and args.device == "cpu":
-        return events.unsupported(
-            "MXNet 1.9 AMP is float16 on GPUs; its CPU path, amp.init(target_dtype='bfloat16'), "
-            "needs oneDNN bf16 kernels (AVX512-BF16/AMX) and fails on this wheel and CPU with "
-            "'could not create a primitive descriptor iterator'"
-        )
-    ctx = mx.gpu(0) if args.device == "cuda" else mx.cpu()
-    bulk = apply_practice(args)
-    reason = conv_layout_unsupported(args, ctx)  # before the seed: it draws no random numbers
-    if reason:
-        return events.unsupported(reason)
-    mx.random.seed(args.seed)
-    amp_dtype = None
-    if args.precision == "amp":
-        from mxnet.contrib import amp
-
-        amp.init()
-        amp_dtype = "float16"
-    net = build_model(args, ctx)  # the same initial weights on every rank (rank 0's pulled too)
-    if args.xla:
-        net.hybridize(static_alloc=True, static_shape=True, **bulk)
-    if kv is not None:
-        mx.random.seed(args.seed + rank)  # each rank its own synthetic batch
-    predict = None
-    if args.mode == "infer":
-        predict = make_predict(args, net, ctx)
-
-        def step() -> None:  # predict() returns once the engine is done; no loss
-            predict(args.batch_size)
-
-    else:
-        step = make_step(args, net, ctx, kv)
-    params = count_params(net)
-    flops = model_math.flops_per_sample(args)
-    device_name = kit.cpu_name() if args.device == "cpu" else f"GPU {ctx.device_id}"
-    # MXNet's CPU operators read OMP_NUM_THREADS at start-up (unset: one per CPU, recorded as 0)
-    threads = (kit.omp_threads() or 0) if args.device == "cpu" else None
-    events.start("mxnet", mx.__version__, args, device=args.device, device_name=device_name,
-                 params=params, flops_per_sample=flops, amp_dtype=amp_dtype, rank=rank,
-                 world_size=world, practice=APPLIED, threads=threads)  # fmt: skip
-    print(kit.start_line(f"mxnet {mx.__version__}", args, params=params, flops=flops,
-                         shape=model_math.shape_text(args), device=args.device,
-                         device_name=device_name, amp_dtype=amp_dtype, compiler="hybridized",
-                         threads=threads), flush=True)  # fmt: skip
-    print(kit.practice_text(APPLIED, "none (MXNet defaults)"), flush=True)
-    if kv is not None:
-        threads_text = os.environ.get("OMP_NUM_THREADS", "MXNet's default")
-        print(f"rank {rank} of {world} (kvstore {kv.type}), {threads_text} threads", flush=True)
-    mx.nd.waitall()
-    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
-                          t_launch=t_launch)  # fmt: skip
-    return kit.finish(events, args, ready, predict, rank)
+    return kit.main(MXNet(), argv)
 
 
 if __name__ == "__main__":

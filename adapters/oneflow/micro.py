@@ -15,11 +15,12 @@ OneFlow's eager engine is asynchronous (ops are queued to a virtual machine): ea
 timestamp is taken only after the engine has drained (eager Sync) and the loss has been read
 back. Runs inside the adapter's isolated env and imports only oneflow, numpy, the standard
 library, the shared harness (adapters/_shared/workload_kit.py, model_math.py) and, from
-workload.py beside it, the AMP probe, the eager loss scaler and the device name. Events contract
-as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start", "ready", one
-"step" per iteration, "end", or "unsupported"); a human-readable log goes
-to stdout. The OneFlow 0.9 wheel needs the cuDNN/cuBLAS pip wheels' lib folders on
-LD_LIBRARY_PATH even on the CPU (the adapter's lib_dirs).
+workload.py beside it, the framework's hooks (CUDA check, device facts), the AMP probe and
+autocast, the eager loss scaler and the device name. Events contract as for workload.py: JSON
+lines to the file named by $DLPERF_EVENTS ("start", "ready", one "step" per iteration, "end",
+or "unsupported"); a human-readable log goes to stdout. The OneFlow 0.9 wheel needs the
+cuDNN/cuBLAS pip wheels' lib folders on LD_LIBRARY_PATH even on the CPU (the adapter's
+lib_dirs).
 
 Counting and defaults are the same in every framework: see the microbenchmark section of
 adapters/_shared/model_math.py (linear in TF/s, 3 x the forward FLOPs when training;
@@ -40,12 +41,9 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-import time
 from collections.abc import Callable
-from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
 import model_math  # noqa: E402
@@ -57,7 +55,7 @@ import numpy as np  # noqa: E402
 import oneflow as flow  # noqa: E402
 import oneflow.nn.functional as F  # noqa: E402
 from oneflow import nn  # noqa: E402
-from workload import DynamicLossScaler, amp_problem, device_name  # noqa: E402
+from workload import DynamicLossScaler, OneFlow, amp_problem, autocast, device_name  # noqa: E402
 
 LR = 0.01  # FAMBench's linear ubench SGD learning rate
 
@@ -79,16 +77,11 @@ def embeddingbag_missing() -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def linear_step(
-    args: argparse.Namespace, device: flow.device, amp_dtype: flow.dtype | None
-) -> Callable[[], flow.Tensor | None]:
+def linear_step(args: argparse.Namespace, device: flow.device) -> Callable[[], flow.Tensor | None]:
     flow.manual_seed(args.seed)
-    sizes = [args.in_features] + [args.out_features] * args.layers
     layers: list[nn.Module] = []
-    for k in range(args.layers):
-        if k:
-            layers.append(nn.ReLU())
-        layers.append(nn.Linear(sizes[k], sizes[k + 1]))
+    for k, (n_in, n_out) in enumerate(model_math.linear_sizes(args)):
+        layers += [nn.ReLU(), nn.Linear(n_in, n_out)] if k else [nn.Linear(n_in, n_out)]
     model = nn.Sequential(*layers).to(device)
     rng = np.random.default_rng(args.seed)
     x_np = rng.standard_normal((args.batch_size, args.in_features), dtype=np.float32)
@@ -96,16 +89,11 @@ def linear_step(
     labels_np = rng.integers(0, args.out_features, args.batch_size)
     labels = flow.tensor(labels_np, dtype=flow.int64, device=device)
 
-    def autocast() -> Any:
-        if amp_dtype is None:
-            return contextlib.nullcontext()
-        return flow.autocast(device.type, dtype=amp_dtype)
-
     if args.mode == "infer":
         model.eval()
 
         def infer() -> None:
-            with flow.no_grad(), autocast():
+            with flow.no_grad(), autocast(args, device):
                 model(x)
 
         return infer
@@ -113,18 +101,14 @@ def linear_step(
     model.train()
     optimizer = flow.optim.SGD(model.parameters(), lr=LR)
     # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
-    scaler = DynamicLossScaler(model) if amp_dtype == flow.float16 else None
+    amp_on_cuda = args.precision == "amp" and device.type == "cuda"
+    scaler = DynamicLossScaler(model) if amp_on_cuda else None
 
     def train() -> flow.Tensor:
         optimizer.zero_grad()
-        with autocast():
+        with autocast(args, device):
             loss = F.cross_entropy(model(x).float(), labels)
-        if scaler is not None:
-            (loss * scaler.scale).backward()
-            scaler.step(optimizer)
-        else:
-            loss.backward()
-            optimizer.step()
+        kit.backward_and_update(loss, optimizer, scaler)
         return loss
 
     return train
@@ -135,85 +119,48 @@ def linear_step(
 # --------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    t_launch = time.monotonic()
-    args = kit.parse_micro_args(
-        argv, __doc__, threads_help="OMP_NUM_THREADS + oneflow.set_num_threads"
-    )
-    if args.threads and hasattr(flow, "set_num_threads"):
-        flow.set_num_threads(args.threads)  # must precede every eager op
+class OneFlowMicro(OneFlow):
+    """The microbenchmarks' parts of the worker sequence (kit.micro_main runs them); the CUDA
+    check and the device facts are workload.py's."""
 
-    if args.describe:
-        info = {**model_math.micro_counts(args), "framework_version": flow.__version__}
-        if args.model == "embeddingbag":
-            info["unsupported"] = embeddingbag_missing()
-        return kit.describe(**info)
+    ops = {"linear": "oneflow.nn.Linear"}
 
-    if args.device == "cuda" and not flow.cuda.is_available():
-        return kit.no_device(f"oneflow.cuda.is_available() is False (oneflow {flow.__version__})")
-    device = flow.device("cuda:0" if args.device == "cuda" else "cpu")
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        return kit.parse_micro_args(
+            argv, __doc__, threads_help="OMP_NUM_THREADS + oneflow.set_num_threads"
+        )
 
-    events = kit.Events()
-    try:
-        return run(args, device, events, t_launch)
-    except kit.Unsupported as exc:
-        return events.unsupported(str(exc))
+    def threads(self, args: argparse.Namespace) -> None:
+        if args.threads and hasattr(flow, "set_num_threads"):
+            flow.set_num_threads(args.threads)  # must precede every eager op
 
+    def cannot_run(self, args: argparse.Namespace) -> str | None:
+        return embeddingbag_missing() if args.model == "embeddingbag" else None
 
-def run(args: argparse.Namespace, device: flow.device, events: kit.Events, t_launch: float) -> int:
-    if args.model == "embeddingbag":
-        raise kit.Unsupported(embeddingbag_missing())
-    amp_dtype = None
-    if args.precision == "amp":
-        problem = amp_problem(device.type)
-        if problem:
+    def setup(self, args: argparse.Namespace) -> None:
+        self.device = flow.device("cuda:0" if args.device == "cuda" else "cpu")
+        if args.precision == "amp" and (problem := amp_problem(self.device.type)):
             raise kit.Unsupported(problem)
-        amp_dtype = flow.float16 if device.type == "cuda" else flow.bfloat16
 
-    run_step = linear_step(args, device, amp_dtype)
-    op = "oneflow.nn.Linear"
-    info = model_math.micro_counts(args)
-    name = device_name(device)
-    threads = args.threads or kit.omp_threads()
-    amp_name = str(amp_dtype).replace("oneflow.", "") if amp_dtype else None
-    shape = model_math.micro_shape_text(args)
-    events.start(
-        "oneflow",
-        flow.__version__,
-        args,
-        device=device.type,
-        device_name=name,
-        impl="micro",
-        op=op,
-        amp_dtype=amp_name,
-        threads=threads,
-        shape=shape,
-        cpu_native_bf16=kit.cpu_native_bf16() if device.type == "cpu" else None,
-        **info,
-    )
-    print(kit.micro_start_line(
-        f"oneflow {flow.__version__}", args, op=op, info=info, shape=shape, amp_dtype=amp_name,
-        device=device.type, device_name=name, threads=threads,
-    ), flush=True)  # fmt: skip
-    kit.warn_if_bf16_emulated(amp_name)
+    def make_step(self, args: argparse.Namespace, model: None) -> Callable[[], float | None]:
+        return kit.synced_step(linear_step(args, self.device), self.sync)
 
-    def sync() -> None:
+    def facts(self, args: argparse.Namespace, model: None) -> kit.Facts:
+        cpu = self.device.type == "cpu"
+        return kit.Facts(
+            self.device.type, device_name(self.device), self.amp_name(args),
+            args.threads or kit.omp_threads(),
+            extra={"cpu_native_bf16": kit.cpu_native_bf16() if cpu else None},
+        )  # fmt: skip
+
+    def sync(self) -> None:
         # Drains OneFlow's virtual machine: every queued op (the update included) has run.
         flow._oneflow_internal.eager.Sync()
-        if device.type == "cuda":
-            flow.cuda.synchronize()
+        super().sync()
 
-    def step() -> float | None:
-        loss_t = run_step()
-        sync()
-        return float(loss_t.item()) if loss_t is not None else None
 
-    sync()
-    ready = kit.run_steps(
-        events, steps=args.steps, samples=args.batch_size, step=step, t_launch=t_launch,
-        set_up="import, build, data",
-    )  # fmt: skip
-    return kit.finish(events, args, ready)
+def main(argv: list[str] | None = None) -> int:
+    return kit.micro_main(OneFlowMicro(), argv)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ import math
 import os
 import re
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -399,11 +398,8 @@ def amp_problem(device: str) -> str | None:
         out.float().sum().backward()
         float(a.grad.sum().numpy())
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return (
-            f"oneflow {flow.__version__}: {dtype} autocast on {device} fails: "
-            f"{type(exc).__name__}: {first}"[:500]
-        )
+        why = f"oneflow {flow.__version__}: {dtype} autocast on {device} fails"
+        return f"{why}: {kit.error_line(exc)}"[:500]
     if got != dtype:
         said = "; ".join(str(w.message) for w in caught)
         return (
@@ -438,11 +434,6 @@ def run_autocast(args: argparse.Namespace, device: flow.device) -> Any:
     return flow.autocast(
         device.type, dtype=flow.float16 if device.type == "cuda" else flow.bfloat16
     )
-
-
-def first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0].strip() if text else ''}"
 
 
 def kernel_problem(args: argparse.Namespace, device: flow.device, key: str) -> str | None:
@@ -483,7 +474,7 @@ def kernel_problem(args: argparse.Namespace, device: flow.device, key: str) -> s
         missing = re.search(r"op_type_name: (\w+)", str(exc))
         if "Cannot find the kernel" in str(exc) and missing:
             return f"oneflow {flow.__version__} has no {device.type} kernel for {missing[1]}"
-        return f"fails on {device.type} in oneflow {flow.__version__}: {first_line(exc)}"[:300]
+        return f"fails on {device.type} in oneflow {flow.__version__}: {kit.error_line(exc)}"[:300]
     return None
 
 
@@ -521,7 +512,7 @@ def nhwc_problem(args: argparse.Namespace, device: flow.device) -> str | None:
                     out.append(x.grad.float().numpy())
             results.append(out if on else [nhwc(a) for a in out])
     except Exception as exc:
-        return f"fails on {device.type} in oneflow {flow.__version__}: {first_line(exc)}"[:300]
+        return f"fails on {device.type} in oneflow {flow.__version__}: {kit.error_line(exc)}"[:300]
     finally:
         set_nhwc(False)
     tol = 2e-2 if args.precision == "amp" else 1e-3
@@ -564,7 +555,7 @@ def resolve_practice(args: argparse.Namespace, device: flow.device) -> None:
             APPLIED["cudnn_conv_algo"] = args.cudnn_conv_algo
         except Exception as exc:  # an nn.Graph still searches through its own config
             where = "nn.Graph only" if args.xla else "off"
-            APPLIED["cudnn_conv_algo"] = f"{where}: flow.backends.cudnn says {first_line(exc)}"
+            APPLIED["cudnn_conv_algo"] = f"{where}: flow.backends.cudnn says {kit.error_line(exc)}"
     elif device.type == "cuda" and args.model == "resnet50":
         APPLIED["cudnn_conv_algo"] = args.cudnn_conv_algo
     elif args.cudnn_conv_algo != "heuristic":
@@ -600,26 +591,33 @@ def configure_graph(graph: nn.Graph, args: argparse.Namespace, device: flow.devi
 
 class DynamicLossScaler:
     """Eager fp16 loss scaling (OneFlow 0.9's flow.amp.GradScaler only configures nn.Graph):
-    the torch.amp.GradScaler recipe. Unscale the gradients, skip the update and halve the scale
-    on inf/NaN, double the scale after 2000 clean steps."""
+    the torch.amp.GradScaler recipe, and its calls (scale, step, update). Unscale the
+    gradients, skip the update and halve the scale on inf/NaN, double the scale after 2000
+    clean steps."""
 
     def __init__(self, model: nn.Module, init_scale: float = 2.0**16) -> None:
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.scale = init_scale
+        self.loss_scale = init_scale
         self.clean_steps = 0
+        self.finite = True
+
+    def scale(self, loss: flow.Tensor) -> flow.Tensor:
+        return loss * self.loss_scale
 
     def step(self, optimizer: Any) -> None:
         grads = [p.grad for p in self.params if p.grad is not None]
         for g in grads:
-            g.mul_(1.0 / self.scale)
-        finite = bool(flow.stack([flow.isfinite(g).all() for g in grads]).all().item())
-        if finite:
+            g.mul_(1.0 / self.loss_scale)
+        self.finite = bool(flow.stack([flow.isfinite(g).all() for g in grads]).all().item())
+        if self.finite:
             optimizer.step()
-            self.clean_steps += 1
-            if self.clean_steps == 2000:
-                self.scale, self.clean_steps = self.scale * 2.0, 0
-        else:
-            self.scale, self.clean_steps = self.scale * 0.5, 0
+
+    def update(self) -> None:
+        self.clean_steps = self.clean_steps + 1 if self.finite else 0
+        if not self.finite:
+            self.loss_scale *= 0.5
+        elif self.clean_steps == 2000:
+            self.loss_scale, self.clean_steps = self.loss_scale * 2.0, 0
 
 
 def model_inputs(
@@ -653,111 +651,163 @@ def model_inputs(
     return input_ids, token_types, position_ids, attn_mask
 
 
+Task = tuple[Callable[[nn.Module], flow.Tensor], Any]
+
+
+def resnet_task(args: argparse.Namespace, model: nn.Module, device: flow.device,
+                rng: np.random.RandomState) -> Task:  # fmt: skip
+    """(loss_fn, optimizer): cross entropy of a synthetic batch of images, SGD with momentum."""
+    (images,) = model_inputs(args, device, rng)
+    labels = flow.tensor(rng.randint(0, args.num_classes, (args.batch_size,)), dtype=flow.int64,
+                         device=device)  # fmt: skip
+    optimizer = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    criterion = nn.CrossEntropyLoss()
+
+    def loss_fn(m: nn.Module) -> flow.Tensor:
+        return criterion(m(images), labels)
+
+    return loss_fn, optimizer
+
+
+def bert_task(args: argparse.Namespace, model: nn.Module, device: flow.device,
+              rng: np.random.RandomState) -> Task:  # fmt: skip
+    """(loss_fn, optimizer): BERT pretraining's MLM + NSP loss of a synthetic batch, AdamW."""
+    b, s, vocab = args.batch_size, args.seq_len, model_math.BERT_BASE["vocab"]
+    input_ids, token_types, position_ids, attn_mask = model_inputs(args, device, rng)
+    # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
+    masked = rng.random_sample((b, s)) < 0.15
+    masked[:, min(1, s - 1)] = True
+    mlm_labels_np = np.where(masked, rng.randint(0, vocab, (b, s)), -100)
+    nsp_labels_np = rng.randint(0, 2, (b,))
+    mlm_labels, nsp_labels = (
+        flow.tensor(a.astype(np.int64), dtype=flow.int64, device=device)
+        for a in (mlm_labels_np, nsp_labels_np)
+    )
+    optimizer = flow.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    mlm_criterion = nn.CrossEntropyLoss(ignore_index=-100)
+    nsp_criterion = nn.CrossEntropyLoss()
+
+    def loss_fn(m: nn.Module) -> flow.Tensor:
+        mlm_logits, nsp_logits = m(input_ids, token_types, position_ids, attn_mask)
+        mlm = mlm_criterion(mlm_logits, mlm_labels.reshape(-1))
+        return mlm + nsp_criterion(nsp_logits, nsp_labels)
+
+    return loss_fn, optimizer
+
+
+def amp_dtype(device: flow.device) -> flow.dtype:
+    """--precision amp's autocast dtype: fp16 on CUDA (with loss scaling), bf16 on a CPU."""
+    return flow.float16 if device.type == "cuda" else flow.bfloat16
+
+
+def autocast(args: argparse.Namespace, device: flow.device) -> Any:
+    if args.precision != "amp":
+        return contextlib.nullcontext()
+    return flow.autocast(device.type, dtype=amp_dtype(device))
+
+
+def train_graph(args: argparse.Namespace, model: nn.Module, device: flow.device,
+                task: Task) -> nn.Graph:  # fmt: skip
+    """oneflow.nn.Graph, the static-graph (lazy) mode: build() holds forward, backward and the
+    optimizer update; the graph is compiled on its first call (inside step 1, which the
+    harness's warm-up window absorbs)."""
+    loss_fn, optimizer = task
+    amp = args.precision == "amp"
+
+    class TrainGraph(nn.Graph):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+            self.add_optimizer(optimizer)
+            configure_graph(self, args, device)
+            if amp:
+                self.config.enable_amp(True)
+            if amp and device.type == "cuda":  # fp16 needs loss scaling; bf16 does not
+                self.set_grad_scaler(flow.amp.GradScaler(
+                    init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+                    growth_interval=2000,
+                ))  # fmt: skip
+
+        def build(self) -> flow.Tensor:
+            loss = loss_fn(self.model)
+            loss.backward()
+            return loss
+
+    return TrainGraph()
+
+
 def make_step(
     args: argparse.Namespace, model: nn.Module, device: flow.device
-) -> tuple[Callable[[], flow.Tensor], Any]:
-    """Create the synthetic batch (once, on the device), the optimizer and the step function.
-
-    step() runs one forward/backward/update and returns the loss tensor, not yet read back.
-    With --xla the step is one nn.Graph call (forward, backward and the optimizer update all
-    compiled into the graph); otherwise it is eager OneFlow.
-    """
+) -> Callable[[], flow.Tensor]:
+    """The synthetic batch (made once, on the device), the optimizer and step(): one
+    forward/backward/update, returning the loss tensor, not yet read back. With --xla the
+    step is one nn.Graph call (forward, backward and the update compiled into the graph);
+    otherwise it is eager OneFlow."""
     rng = np.random.RandomState(args.seed)
-    b = args.batch_size
-    if args.model == "resnet50":
-        (images,) = model_inputs(args, device, rng)
-        labels = flow.tensor(rng.randint(0, args.num_classes, (b,)), dtype=flow.int64,
-                             device=device)  # fmt: skip
-        optimizer = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-        criterion = nn.CrossEntropyLoss()
-
-        def loss_fn(m: nn.Module) -> flow.Tensor:
-            return criterion(m(images), labels)
-
-    else:
-        s = args.seq_len
-        vocab = model_math.BERT_BASE["vocab"]
-        input_ids, token_types, position_ids, attn_mask = model_inputs(args, device, rng)
-        # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
-        masked = rng.random_sample((b, s)) < 0.15
-        masked[:, min(1, s - 1)] = True
-        mlm_labels_np = np.where(masked, rng.randint(0, vocab, (b, s)), -100)
-        nsp_labels_np = rng.randint(0, 2, (b,))
-
-        mlm_labels, nsp_labels = (
-            flow.tensor(a.astype(np.int64), dtype=flow.int64, device=device)
-            for a in (mlm_labels_np, nsp_labels_np)
-        )
-        optimizer = flow.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
-        mlm_criterion = nn.CrossEntropyLoss(ignore_index=-100)
-        nsp_criterion = nn.CrossEntropyLoss()
-
-        def loss_fn(m: nn.Module) -> flow.Tensor:
-            mlm_logits, nsp_logits = m(input_ids, token_types, position_ids, attn_mask)
-            mlm = mlm_criterion(mlm_logits, mlm_labels.reshape(-1))
-            return mlm + nsp_criterion(nsp_logits, nsp_labels)
-
-    amp = args.precision == "amp"
-    amp_dtype = flow.float16 if device.type == "cuda" else flow.bfloat16
-
-    def autocast() -> Any:
-        return flow.autocast(device.type, dtype=amp_dtype) if amp else contextlib.nullcontext()
-
-    # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
-    use_scaler = amp and device.type == "cuda"
-
+    task = (resnet_task if args.model == "resnet50" else bert_task)(args, model, device, rng)
     if args.xla:
-        # oneflow.nn.Graph: the static-graph (lazy) mode. build() holds forward, backward and
-        # the optimizer update; the graph is compiled on its first call (inside step 1, which
-        # the harness's warm-up window absorbs).
-        class TrainGraph(nn.Graph):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model
-                self.add_optimizer(optimizer)
-                configure_graph(self, args, device)
-                if amp:
-                    self.config.enable_amp(True)
-                if use_scaler:
-                    self.set_grad_scaler(
-                        flow.amp.GradScaler(
-                            init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
-                            growth_interval=2000,
-                        )
-                    )  # fmt: skip
-
-            def build(self) -> flow.Tensor:
-                loss = loss_fn(self.model)
-                loss.backward()
-                return loss
-
-        graph = TrainGraph()
-
-        def step() -> flow.Tensor:
-            return graph()
-
-        return step, optimizer
-
-    scaler = DynamicLossScaler(model) if use_scaler else None
+        return train_graph(args, model, device, task)
+    loss_fn, optimizer = task
+    # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
+    amp_on_cuda = args.precision == "amp" and device.type == "cuda"
+    scaler = DynamicLossScaler(model) if amp_on_cuda else None
 
     def eager_step() -> flow.Tensor:
         optimizer.zero_grad()
-        with autocast():
+        with autocast(args, device):
             loss = loss_fn(model)
-        if scaler is not None:
-            (loss * scaler.scale).backward()
-            scaler.step(optimizer)
-        else:
-            loss.backward()
-            optimizer.step()
+        kit.backward_and_update(loss, optimizer, scaler)
         return loss
 
-    return eager_step, optimizer
+    return eager_step
+
+
+def infer_graph(args: argparse.Namespace, model: nn.Module, device: flow.device,
+                inputs: tuple[flow.Tensor | None, ...]) -> nn.Graph:  # fmt: skip
+    """The forward on the full batch as an nn.Graph (compiled for its fixed shapes)."""
+
+    class InferGraph(nn.Graph):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+            configure_graph(self, args, device)
+            if args.precision == "amp":
+                self.config.enable_amp(True)
+
+        def build(self) -> Any:
+            return self.model(*inputs)
+
+    return InferGraph()
+
+
+def as_tuple(out: Any) -> tuple[flow.Tensor, ...]:
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def graph_logits_problem(args: argparse.Namespace, eager: Callable[[int], Any],
+                         graph: nn.Graph) -> str | None:  # fmt: skip
+    """Why the inference graph's logits differ from the eager forward's on the full batch (or
+    it fails), or None. Its first call compiles it."""
+    names = ("MLM logits", "NSP logits") if args.model == "bert" else ("logits",)
+    try:
+        pairs = zip(names, as_tuple(eager(args.batch_size)), as_tuple(graph()), strict=True)
+        for name, want, got in pairs:
+            w, g = (t.to(flow.float32).numpy() for t in (want, got))
+            tol = (2e-2 if args.precision == "amp" else 1e-3) * max(1.0, float(np.abs(w).max()))
+            diff = float(np.abs(w - g).max())
+            if not diff <= tol:
+                return (
+                    f"oneflow {flow.__version__} nn.Graph inference gives other {name} than the "
+                    f"eager forward on {args.model} (max abs difference {diff:.3g} > {tol:.3g})"
+                )
+    except Exception as exc:
+        return f"oneflow.nn.Graph inference fails on {args.model}: {kit.error_line(exc)}"[:500]
+    return None
 
 
 def make_predict(
     args: argparse.Namespace, model: nn.Module, device: flow.device
-) -> tuple[Callable[[int], float], Callable[[], str | None]]:
+) -> Callable[[int], float]:
     """Inference (--mode infer) on make_step's synthetic inputs (same seed, same shapes): the
     model in eval mode (BatchNorm's running statistics, no dropout) under oneflow.no_grad(),
     the training's autocast. BERT's forward gives the MLM and NSP logits, no loss.
@@ -766,73 +816,35 @@ def make_predict(
     batch has truly finished when it returns (OneFlow's engine is asynchronous). Grad mode and
     autocast are per thread, and LoadGen calls predict from its own: predict sets both itself.
     With --xla the forward is an nn.Graph, which is compiled for fixed shapes: it always gets
-    the full batch (the rows past n are wasted work). check() compares its logits with the eager
-    forward's on the full batch and says why they differ, or None.
+    the full batch (the rows past n are wasted work). It is compiled here (before "ready", as
+    the training's warm-up would), and its logits checked against the eager forward's
+    (kit.Unsupported where they differ).
     """
     inputs = model_inputs(args, device, np.random.RandomState(args.seed))
     b = args.batch_size
     model.eval()
-    amp = args.precision == "amp"
-    amp_dtype = flow.float16 if device.type == "cuda" else flow.bfloat16
-
-    def autocast() -> Any:
-        return flow.autocast(device.type, dtype=amp_dtype) if amp else contextlib.nullcontext()
 
     def eager(n: int) -> Any:
-        with flow.no_grad(), autocast():
+        with flow.no_grad(), autocast(args, device):
             return model(*(t if t is None or n == b else t[:n] for t in inputs))
 
     run: Callable[[int], Any] = eager
     if args.xla:
-
-        class InferGraph(nn.Graph):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model
-                configure_graph(self, args, device)
-                if amp:
-                    self.config.enable_amp(True)
-
-            def build(self) -> Any:
-                return self.model(*inputs)
-
-        graph = InferGraph()
+        graph = infer_graph(args, model, device, inputs)
+        if problem := graph_logits_problem(args, eager, graph):
+            raise kit.Unsupported(problem)
+        print("nn.Graph forward compiled; its logits match the eager forward's", flush=True)
 
         def run(n: int) -> Any:
             return graph()
 
-    def as_tuple(out: Any) -> tuple[flow.Tensor, ...]:
-        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
-
-    def first_logit(out: Any) -> float:
-        logits = as_tuple(out)[0]  # BERT: the MLM logits, made last
-        return float(logits[0, 0].to(flow.float32).item())
-
     def predict(n: int) -> float:
-        value = first_logit(run(n))
-        if device.type == "cuda":
-            flow.cuda.synchronize()
+        logits = as_tuple(run(n))[0]  # BERT: the MLM logits, made last
+        value = float(logits[0, 0].to(flow.float32).item())
+        sync(device)
         return value
 
-    def check() -> str | None:
-        names = ("MLM logits", "NSP logits") if args.model == "bert" else ("logits",)
-        pairs = zip(names, as_tuple(eager(b)), as_tuple(run(b)), strict=True)
-        for name, want, got in pairs:
-            w, g = (t.to(flow.float32).numpy() for t in (want, got))
-            tol = (2e-2 if amp else 1e-3) * max(1.0, float(np.abs(w).max()))
-            diff = float(np.abs(w - g).max())
-            if not diff <= tol:
-                return (
-                    f"oneflow {flow.__version__} nn.Graph inference gives other {name} than the "
-                    f"eager forward on {args.model} (max abs difference {diff:.3g} > {tol:.3g})"
-                )
-        return None
-
-    return predict, check
-
-
-def first_weight(model: nn.Module) -> flow.Tensor:
-    return next(iter(model.parameters()))
+    return predict
 
 
 def graph_problem(args: argparse.Namespace, device: flow.device) -> str | None:
@@ -862,14 +874,41 @@ def graph_problem(args: argparse.Namespace, device: flow.device) -> str | None:
         losses = [float(probe().numpy()) for _ in range(3)]
         after = lin.weight.numpy().copy()
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return f"oneflow.nn.Graph training fails here: {type(exc).__name__}: {first}"[:500]
+        return f"oneflow.nn.Graph training fails here: {kit.error_line(exc)}"[:500]
     if np.array_equal(before, after) or len(set(losses)) == 1:
         return (
             f"oneflow {flow.__version__} nn.Graph training does not update the weights on "
             f"{device.type} (losses {losses}, weight unchanged: {np.array_equal(before, after)})"
         )
     return None
+
+
+def check_supported(args: argparse.Namespace, device: flow.device, world: int) -> None:
+    """kit.Unsupported, with the reason, for what this OneFlow cannot run here."""
+    if args.precision == "amp":
+        if args.xla and device.type == "cpu":
+            raise kit.Unsupported(
+                "oneflow.nn.Graph AMP (config.enable_amp) targets CUDA fp16 only; no bf16 graph "
+                "AMP on CPU"
+            )
+        if problem := amp_problem(device.type):
+            raise kit.Unsupported(problem)
+    if args.xla and world > 1 and args.mode == "infer":
+        # Seen on 2 CPU ranks: rank 1's graph gave other logits than its eager forward (max abs
+        # difference 0.4), rank 0's never returned, and the exit aborted (thread.cpp:71).
+        raise kit.Unsupported(
+            "oneflow 0.9 nn.Graph in a multi-rank job is one plan over all ranks, not a graph "
+            "per rank: with local tensors it returns wrong logits or hangs; per-rank inference "
+            "graphs would need global tensors placed on each rank alone"
+        )
+    if args.xla and world > 1:
+        raise kit.Unsupported(
+            "data-parallel oneflow.nn.Graph needs global tensors (to_global); this workload's "
+            "data parallelism is eager DistributedDataParallel only"
+        )
+    # (inference checks its graph's logits against the eager forward's instead)
+    if args.xla and args.mode == "train" and (problem := graph_problem(args, device)):
+        raise kit.Unsupported(problem)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -925,165 +964,94 @@ def sync(device: flow.device) -> None:
         flow.cuda.synchronize()
 
 
-def main(argv: list[str] | None = None) -> int:
-    t_launch = time.monotonic()
-    args = parse_args(argv)
+class OneFlow(kit.Hooks):
+    """This framework's parts of the worker sequence (kit.main runs them)."""
 
-    if args.describe:
-        return kit.describe(
-            params=count_params(build_model(args)),
-            flops_per_sample=model_math.flops_per_sample(args),
-            framework_version=flow.__version__,
-        )
+    framework, version, compiler = "oneflow", flow.__version__, "nn.Graph"
+    warn_bf16 = True
+    rank, world, device = 0, 1, flow.device("cpu")
+    split_threads: int | None = None
 
-    if args.device == "cuda" and not flow.cuda.is_available():
-        return kit.no_device(f"oneflow.cuda.is_available() is False (oneflow {flow.__version__})")
-    # Data parallel when oneflow.distributed.launch started several ranks: one process per
-    # device, gradients all-reduced every step, batch = per device.
-    rank, world = flow.env.get_rank(), flow.env.get_world_size()
-    local_rank = flow.env.get_local_rank()
-    split_threads = None
-    if world > 1:
-        nodes = flow.env.get_node_size()
-        placed = rank % (world // nodes)  # OneFlow's device index for this rank
-        if local_rank != placed:  # see the LOCAL_RANK note at the top
-            print(f"error: rank {rank} has LOCAL_RANK {local_rank}, but OneFlow sees {nodes} "
-                  f"node(s) and places it on device {placed}; its all-reduce would abort",
-                  file=sys.stderr, flush=True)  # fmt: skip
-            return 2
-        if args.device == "cpu" and not args.threads:  # ranks on one host share its cores
-            split_threads = kit.cores_per_rank(kit.ranks_on_host(world // nodes))
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        return parse_args(argv)
+
+    def describe(self, args: argparse.Namespace) -> dict[str, object]:
+        return {"params": count_params(build_model(args)),
+                "flops_per_sample": model_math.flops_per_sample(args)}  # fmt: skip
+
+    def cuda_missing(self) -> str | None:
+        if flow.cuda.is_available():
+            return None
+        return f"oneflow.cuda.is_available() is False (oneflow {flow.__version__})"
+
+    def place(self, args: argparse.Namespace) -> kit.Place:
+        # Data parallel when oneflow.distributed.launch started several ranks: one process per
+        # device, gradients all-reduced every step, batch = per device.
+        self.rank, self.world = flow.env.get_rank(), flow.env.get_world_size()
+        if self.world > 1:
+            nodes, local_rank = flow.env.get_node_size(), flow.env.get_local_rank()
+            placed = self.rank % (self.world // nodes)  # OneFlow's device index for this rank
+            if local_rank != placed:  # see the LOCAL_RANK note at the top
+                print(f"error: rank {self.rank} has LOCAL_RANK {local_rank}, but OneFlow sees "
+                      f"{nodes} node(s) and places it on device {placed}; its all-reduce would "
+                      "abort", file=sys.stderr, flush=True)  # fmt: skip
+                raise SystemExit(2)
+        return kit.Place(self.rank, self.world)
+
+    def setup(self, args: argparse.Namespace) -> None:
+        if self.world > 1 and args.device == "cpu" and not args.threads:  # ranks share cores
+            nodes = flow.env.get_node_size()
+            self.split_threads = kit.cores_per_rank(kit.ranks_on_host(self.world // nodes))
             # Overrides the launcher's OMP_NUM_THREADS=1; must precede every eager op.
-            flow.set_num_threads(split_threads)
-    device = flow.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
+            flow.set_num_threads(self.split_threads)
+        local_rank = flow.env.get_local_rank()
+        self.device = flow.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
+        check_supported(args, self.device, self.world)
+        resolve_practice(args, self.device)
 
-    # One events file per rank: the runner gives a path with "{rank}" in it for multi-rank jobs.
-    events = kit.Events(rank)
-    try:
-        return run(args, device, events, rank, world, args.threads or split_threads, t_launch)
-    except kit.Unsupported as exc:
-        return events.unsupported(str(exc))
+    def build(self, args: argparse.Namespace) -> nn.Module:
+        flow.manual_seed(args.seed)  # the same initial weights on every rank
+        model = build_model(args).to(self.device)
+        model.train()
+        if self.world > 1 and args.mode == "train":  # inference: each rank runs its own model
+            # Broadcasts rank 0's parameters, then all-reduces (averages) the gradients in
+            # buckets from backward hooks and broadcasts the BN buffers before each forward,
+            # like torch's.
+            model = nn.parallel.DistributedDataParallel(model)
+            args.seed += self.rank  # each rank its own synthetic batch
+        return model
+
+    def make_step(self, args: argparse.Namespace, model: nn.Module) -> Callable[[], float | None]:
+        # The loss read back to the host: OneFlow's engine is asynchronous, so only then has
+        # the step truly finished and the timestamp can be taken.
+        step = kit.synced_step(make_step(args, model, self.device), self.sync)
+        if args.xla:  # the graph compiles in step 1: its failure there is not a crash
+            return kit.unsupported_if_first_fails(step, f"oneflow.nn.Graph failed on {args.model}")
+        return step
+
+    def make_predict(self, args: argparse.Namespace, model: nn.Module) -> Callable[[int], float]:
+        return make_predict(args, model, self.device)
+
+    def amp_name(self, args: argparse.Namespace) -> str | None:
+        amp = str(amp_dtype(self.device)).replace("oneflow.", "")
+        return amp if args.precision == "amp" else None
+
+    def facts(self, args: argparse.Namespace, model: nn.Module) -> kit.Facts:
+        cpu = self.device.type == "cpu"
+        return kit.Facts(
+            self.device.type, device_name(self.device), self.amp_name(args),
+            args.threads or self.split_threads or kit.omp_threads(),
+            params=count_params(model), flops=model_math.flops_per_sample(args),
+            practice=APPLIED,
+            extra=kit.precision_fields(not cpu),
+        )  # fmt: skip
+
+    def sync(self) -> None:
+        sync(self.device)
 
 
-def run(
-    args: argparse.Namespace, device: flow.device, events: kit.Events, rank: int, world: int,
-    threads: int | None, t_launch: float,
-) -> int:  # fmt: skip
-    """Check what this OneFlow can run (kit.Unsupported with the reason where it cannot), apply
-    the best practice, build the model, then the timed steps and LoadGen."""
-    infer = args.mode == "infer"
-    amp_dtype = None
-    if args.precision == "amp":
-        amp_dtype = "float16" if device.type == "cuda" else "bfloat16"
-        if args.xla and device.type == "cpu":
-            raise kit.Unsupported(
-                "oneflow.nn.Graph AMP (config.enable_amp) targets CUDA fp16 only; no bf16 graph "
-                "AMP on CPU"
-            )
-        problem = amp_problem(device.type)
-        if problem:
-            raise kit.Unsupported(problem)
-    if args.xla and world > 1 and infer:
-        # Seen on 2 CPU ranks: rank 1's graph gave other logits than its eager forward (max abs
-        # difference 0.4), rank 0's never returned, and the exit aborted (thread.cpp:71).
-        raise kit.Unsupported(
-            "oneflow 0.9 nn.Graph in a multi-rank job is one plan over all ranks, not a graph "
-            "per rank: with local tensors it returns wrong logits or hangs; per-rank inference "
-            "graphs would need global tensors placed on each rank alone"
-        )
-    if args.xla and world > 1:
-        raise kit.Unsupported(
-            "data-parallel oneflow.nn.Graph needs global tensors (to_global); this workload's "
-            "data parallelism is eager DistributedDataParallel only"
-        )
-    if args.xla and not infer:  # inference checks its graph's logits against eager below
-        problem = graph_problem(args, device)
-        if problem:
-            raise kit.Unsupported(problem)
-
-    resolve_practice(args, device)
-    flow.manual_seed(args.seed)  # the same initial weights on every rank
-    model = build_model(args).to(device)
-    model.train()
-    if world > 1 and not infer:  # inference: each rank runs its own model
-        # Broadcasts rank 0's parameters, then all-reduces (averages) the gradients in buckets
-        # from backward hooks and broadcasts the BN buffers before each forward, like torch's.
-        model = nn.parallel.DistributedDataParallel(model)
-        args.seed += rank  # each rank its own synthetic batch
-    params = count_params(model)
-    flops = model_math.flops_per_sample(args)
-    name = device_name(device)
-    threads = threads or kit.omp_threads()
-
-    events.start(
-        "oneflow",
-        flow.__version__,
-        args,
-        device=device.type,
-        device_name=name,
-        params=params,
-        flops_per_sample=flops,
-        amp_dtype=amp_dtype,
-        threads=threads,
-        tf32=False if device.type == "cuda" else None,
-        cpu_native_bf16=kit.cpu_native_bf16() if device.type == "cpu" else None,
-        rank=rank,
-        world_size=world,
-        practice=APPLIED,
-    )
-    shape = model_math.shape_text(args)
-    print(kit.start_line(f"oneflow {flow.__version__}", args, params=params, flops=flops,
-                         shape=shape, device=device.type, device_name=name, amp_dtype=amp_dtype,
-                         compiler="nn.Graph", threads=threads), flush=True)  # fmt: skip
-    print(kit.practice_text(APPLIED), flush=True)
-    kit.warn_if_bf16_emulated(amp_dtype)
-
-    predict = None
-    if infer:
-        predict, check = make_predict(args, model, device)
-        if args.xla:  # compiles the graph (before "ready", as the training's warm-up would)
-            try:
-                problem = check()
-            except Exception as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                problem = f"oneflow.nn.Graph inference fails on {args.model}: "
-                problem = f"{problem}{type(exc).__name__}: {first}"[:500]
-            if problem:
-                raise kit.Unsupported(problem)
-            print("nn.Graph forward compiled; its logits match the eager forward's", flush=True)
-
-        def step() -> None:  # predict() reads a logit back: the batch is done; no loss
-            predict(args.batch_size)
-
-    else:
-        train_step, _optimizer = make_step(args, model, device)
-        steps_run = 0
-
-        def step() -> float:
-            nonlocal steps_run
-            steps_run += 1
-            try:
-                loss_t = train_step()
-            except Exception as exc:
-                if steps_run == 1 and args.xla:  # the graph compilation failed: not a crash
-                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                    raise kit.Unsupported(
-                        f"oneflow.nn.Graph failed on {args.model}: {type(exc).__name__}: {first}"[
-                            :500
-                        ]
-                    ) from exc
-                raise
-            # .item() copies the loss back to the host: OneFlow's engine is asynchronous, so
-            # only then has the step truly finished and the timestamp can be taken.
-            loss = float(loss_t.item())
-            sync(device)
-            return loss
-
-    sync(device)
-    ready = kit.run_steps(
-        events, steps=args.steps, samples=args.batch_size, step=step, t_launch=t_launch
-    )
-    return kit.finish(events, args, ready, predict, rank)
+def main(argv: list[str] | None = None) -> int:
+    return kit.main(OneFlow(), argv)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import math
 import os
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from typing import TypeVar
@@ -316,8 +316,7 @@ def layout_problem(data_format: str) -> str | None:
         )
         block(x).sum().backward()
     except Exception as exc:  # noqa: BLE001 - any failure means the layout does not work here
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return f"{type(exc).__name__}: {first}"
+        return kit.error_line(exc)
     return None
 
 
@@ -360,84 +359,92 @@ def make_optimizer(
     return paddle.optimizer.Momentum(**kw)
 
 
+def amp_dtype(on_gpu: bool) -> str:
+    """--precision amp's auto_cast dtype: fp16 on a GPU (with loss scaling), bf16 on a CPU."""
+    return "float16" if on_gpu else "bfloat16"
+
+
+def autocast(args: argparse.Namespace, on_gpu: bool) -> contextlib.AbstractContextManager:
+    if args.precision != "amp":
+        return contextlib.nullcontext()
+    return paddle.amp.auto_cast(level=args.amp_level, dtype=amp_dtype(on_gpu))
+
+
+Task = Callable[[nn.Layer], paddle.Tensor]
+
+
+def resnet_task(args: argparse.Namespace, rng: np.random.RandomState) -> Task:
+    """loss_fn(m): cross entropy of a synthetic batch of images through m."""
+    images = synthetic_images(args, rng)
+    labels = paddle.to_tensor(rng.randint(0, args.num_classes, (args.batch_size,)).astype("int64"))
+    amp = args.precision == "amp"
+
+    def loss_fn(m: nn.Layer) -> paddle.Tensor:
+        logits = m(images)
+        # fp16 logits at O2: the softmax cross entropy is taken in fp32, as BERT's is.
+        return F.cross_entropy(logits.astype("float32") if amp else logits, labels)
+
+    return loss_fn
+
+
+def bert_task(args: argparse.Namespace, rng: np.random.RandomState) -> Task:
+    """loss_fn(m): BERT pretraining's MLM + NSP loss of a synthetic batch through m."""
+    b, s = args.batch_size, args.seq_len
+    vocab = model_math.BERT_BASE["vocab"]
+    input_ids = rng.randint(0, vocab, (b, s)).astype("int64")
+    token_types = np.zeros((b, s), dtype="int64")
+    token_types[:, s // 2 :] = 1
+    attention_mask = np.ones((b, s), dtype="int64")
+    # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
+    masked = rng.random_sample((b, s)) < 0.15
+    masked[:, min(1, s - 1)] = True
+    mlm_labels = np.where(masked, rng.randint(0, vocab, (b, s)), -100).astype("int64")
+    nsp_labels = rng.randint(0, 2, (b,)).astype("int64")
+    input_ids_t, token_types_t, mlm_labels_t, nsp_labels_t = (
+        paddle.to_tensor(t) for t in (input_ids, token_types, mlm_labels, nsp_labels)
+    )
+    # The mask is all ones, so attention needs none. Kept general for a padded batch.
+    attn_mask = None
+    if not bool(attention_mask.all()):
+        additive = (1.0 - attention_mask[:, None, None, :].astype("float32")) * -1e4
+        attn_mask = paddle.to_tensor(additive)
+
+    def loss_fn(m: nn.Layer) -> paddle.Tensor:
+        mlm_logits, nsp_logits = m(input_ids_t, token_types_t, attn_mask)
+        mlm = F.cross_entropy(
+            paddle.reshape(mlm_logits, [-1, vocab]).astype("float32"),
+            paddle.reshape(mlm_labels_t, [-1]),
+            ignore_index=-100,
+        )
+        return mlm + F.cross_entropy(nsp_logits.astype("float32"), nsp_labels_t)
+
+    return loss_fn
+
+
 def make_step(
     args: argparse.Namespace, model: nn.Layer, on_gpu: bool
-) -> tuple[Callable[[], paddle.Tensor], paddle.optimizer.Optimizer, nn.Layer]:
-    """Create the synthetic batch (once, on the device), the optimizer and the step function.
-
-    Returns (step, optimizer, model_to_run); step() runs one forward/backward/update and returns
-    the loss tensor, not yet read back.
-    """
-    rng = np.random.RandomState(args.seed)
-    b = args.batch_size
-    amp = args.precision == "amp"
+) -> Callable[[], paddle.Tensor]:
+    """The synthetic batch (made once, on the device), the optimizer and step(): one
+    forward/backward/update, returning the loss tensor, not yet read back."""
     optimizer = make_optimizer(args, trainable_parameters(model))
-    if args.model == "resnet50":
-        images = synthetic_images(args, rng)
-        labels = paddle.to_tensor(rng.randint(0, args.num_classes, (b,)).astype("int64"))
-
-        def loss_fn(m: nn.Layer) -> paddle.Tensor:
-            logits = m(images)
-            # fp16 logits at O2: the softmax cross entropy is taken in fp32, as BERT's is.
-            return F.cross_entropy(logits.astype("float32") if amp else logits, labels)
-
-    else:
-        s = args.seq_len
-        vocab = model_math.BERT_BASE["vocab"]
-        input_ids = rng.randint(0, vocab, (b, s)).astype("int64")
-        token_types = np.zeros((b, s), dtype="int64")
-        token_types[:, s // 2 :] = 1
-        attention_mask = np.ones((b, s), dtype="int64")
-        # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
-        masked = rng.random_sample((b, s)) < 0.15
-        masked[:, min(1, s - 1)] = True
-        mlm_labels = np.where(masked, rng.randint(0, vocab, (b, s)), -100).astype("int64")
-        nsp_labels = rng.randint(0, 2, (b,)).astype("int64")
-        input_ids_t, token_types_t, mlm_labels_t, nsp_labels_t = (
-            paddle.to_tensor(t) for t in (input_ids, token_types, mlm_labels, nsp_labels)
-        )
-        # The mask is all ones, so attention needs none. Kept general for a padded batch.
-        attn_mask = None
-        if not bool(attention_mask.all()):
-            additive = (1.0 - attention_mask[:, None, None, :].astype("float32")) * -1e4
-            attn_mask = paddle.to_tensor(additive)
-
-        def loss_fn(m: nn.Layer) -> paddle.Tensor:
-            mlm_logits, nsp_logits = m(input_ids_t, token_types_t, attn_mask)
-            mlm = F.cross_entropy(
-                paddle.reshape(mlm_logits, [-1, vocab]).astype("float32"),
-                paddle.reshape(mlm_labels_t, [-1]),
-                ignore_index=-100,
-            )
-            return mlm + F.cross_entropy(nsp_logits.astype("float32"), nsp_labels_t)
-
+    rng = np.random.RandomState(args.seed)
+    loss_fn = resnet_task(args, rng) if args.model == "resnet50" else bert_task(args, rng)
     # paddle.jit.to_static (the "--xla" flag: Paddle's dynamic-to-static graph compiler, whole
     # graph via AST conversion). Conversion happens lazily inside step 1, so step 1 is slow;
     # the harness's warm-up window absorbs it.
     run_model = paddle.jit.to_static(model, full_graph=True) if args.xla else model
-
-    amp_dtype = "float16" if on_gpu else "bfloat16"
     # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
-    scaler = paddle.amp.GradScaler(init_loss_scaling=2.0**16) if amp and on_gpu else None
-    level = args.amp_level
+    amp_on_gpu = args.precision == "amp" and on_gpu
+    scaler = paddle.amp.GradScaler(init_loss_scaling=2.0**16) if amp_on_gpu else None
 
     def step() -> paddle.Tensor:
-        ctx = (
-            paddle.amp.auto_cast(level=level, dtype=amp_dtype) if amp else contextlib.nullcontext()
-        )
-        with ctx:
+        with autocast(args, on_gpu):
             loss = loss_fn(run_model)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            loss.backward()
-            optimizer.step()
+        kit.backward_and_update(loss, optimizer, scaler)
         optimizer.clear_grad(set_to_zero=False)
         return loss
 
-    return step, optimizer, run_model
+    return step
 
 
 def make_predict(args: argparse.Namespace, model: nn.Layer, on_gpu: bool) -> Callable[[int], float]:
@@ -463,17 +470,10 @@ def make_predict(args: argparse.Namespace, model: nn.Layer, on_gpu: bool) -> Cal
     # A static graph is built per input shape, so the converted model always gets the full
     # batch (the rows past n are wasted work) instead of converting for each batch LoadGen forms.
     run_model = paddle.jit.to_static(model, full_graph=True) if args.xla else model
-    amp_dtype = "float16" if on_gpu else "bfloat16"
 
     def predict(n: int) -> float:
         rows = b if args.xla else n
-        amp = args.precision == "amp"
-        ctx = (
-            paddle.amp.auto_cast(level=args.amp_level, dtype=amp_dtype)
-            if amp
-            else contextlib.nullcontext()
-        )
-        with paddle.no_grad(), ctx:
+        with paddle.no_grad(), autocast(args, on_gpu):
             out = run_model(*(t if t is None or rows == b else t[:rows] for t in inputs))
         if on_gpu:
             paddle.device.synchronize()
@@ -482,26 +482,44 @@ def make_predict(args: argparse.Namespace, model: nn.Layer, on_gpu: bool) -> Cal
     return predict
 
 
-def guard_conversion(args: argparse.Namespace, run: Callable[[], T]) -> Callable[[], T]:
-    """`run` with step 1 guarded: paddle.jit.to_static (--xla) converts the model inside the
-    first call, and a failure there is a configuration Paddle cannot run (kit.Unsupported, which
-    main() reports), not a crash to time. Later failures, or any without --xla, propagate."""
-    calls = 0
+def guard_conversion(args: argparse.Namespace, run: Callable[..., T]) -> Callable[..., T]:
+    """`run` with step 1 guarded where paddle.jit.to_static (--xla) converts the model inside
+    it: a failure there is a configuration Paddle cannot run (kit.Unsupported), not a crash."""
+    if not args.xla:
+        return run
+    return kit.unsupported_if_first_fails(run, f"paddle.jit.to_static failed on {args.model}")
 
-    def guarded() -> T:
-        nonlocal calls
-        calls += 1
-        try:
-            return run()
-        except Exception as exc:
-            if calls > 1 or not args.xla:
-                raise
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise kit.Unsupported(
-                f"paddle.jit.to_static failed on {args.model}: {type(exc).__name__}: {first}"
-            ) from exc
 
-    return guarded
+def no_tf32() -> None:
+    """Honest fp32 on a GPU: no TF32 tensor-core math for matmuls and convolutions."""
+    with contextlib.suppress(Exception):
+        paddle.set_flags({"FLAGS_enable_cublas_tensor_op_math": False})
+
+
+def resolve_amp(args: argparse.Namespace, on_gpu: bool) -> str | None:
+    """--precision amp's dtype, once checked that auto_cast really computes in it here
+    (kit.Unsupported where not), with the AMP level recorded in APPLIED."""
+    if args.precision != "amp":
+        if args.amp_level != "O1":
+            APPLIED["amp_level"] = f"n/a ({args.precision})"
+        return None
+    dtype = amp_dtype(on_gpu)
+    if problem := amp_problem(dtype, args.amp_level):
+        raise kit.Unsupported(problem)
+    pure = f"O2 ({dtype} weights, fp32 master weights)"
+    APPLIED["amp_level"] = pure if args.amp_level == "O2" else "O1"
+    return dtype
+
+
+def resolve_data_format(args: argparse.Namespace) -> None:
+    """ResNet50's layout as asked where its kernels train in it here, else NCHW (recorded)."""
+    if args.model == "resnet50":
+        APPLIED["data_format"] = args.data_format
+        if args.data_format == "NHWC" and (problem := layout_problem("NHWC")):
+            args.data_format = "NCHW"
+            APPLIED["data_format"] = f"NCHW (NHWC fails on {paddle.get_device()}: {problem})"
+    elif args.data_format != "NCHW":
+        APPLIED["data_format"] = "n/a (no convolutions)"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -524,144 +542,102 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    t_launch = time.monotonic()
-    args = parse_args(argv)
-    if not args.threads and (on_host := kit.ranks_on_host()) > 1:  # simulated nodes share cores
-        args.threads = kit.cores_per_rank(on_host)
-    if args.threads:
-        paddle.base.core.set_num_threads(args.threads)
+class Paddle(kit.Hooks):
+    """This framework's parts of the worker sequence (kit.main runs them)."""
 
-    if args.describe:
+    framework, version, compiler = "paddle", paddle.__version__, "paddle.jit.to_static"
+    rank, world, on_gpu = 0, 1, False
+    amp_dtype: str | None = None
+
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        return parse_args(argv)
+
+    def threads(self, args: argparse.Namespace) -> None:
+        if not args.threads and (on_host := kit.ranks_on_host()) > 1:  # nodes on one host
+            args.threads = kit.cores_per_rank(on_host)
+        if args.threads:
+            paddle.base.core.set_num_threads(args.threads)
+
+    def describe(self, args: argparse.Namespace) -> dict[str, object]:
         paddle.set_device("cpu")
         model = build_model(args)  # real (small) allocations: Paddle has no meta device
-        return kit.describe(
-            params=count_params(model),
-            flops_per_sample=model_math.flops_per_sample(args),
-            framework_version=paddle.__version__,
+        return {"params": count_params(model),
+                "flops_per_sample": model_math.flops_per_sample(args)}  # fmt: skip
+
+    def cuda_missing(self) -> str | None:
+        if paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0:
+            return None
+        return (f"paddle has no usable CUDA device (paddle {paddle.__version__}, compiled with "
+                f"CUDA: {paddle.is_compiled_with_cuda()})")  # fmt: skip
+
+    def place(self, args: argparse.Namespace) -> kit.Place:
+        # Data parallel when paddle.distributed.launch started several workers.
+        self.world = int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
+        self.rank = int(os.environ.get("PADDLE_TRAINER_ID", "0"))
+        return kit.Place(self.rank, self.world)
+
+    def setup(self, args: argparse.Namespace) -> None:
+        self.on_gpu = args.device == "cuda"
+        if self.world > 1 and args.xla and args.mode == "train":
+            raise kit.Unsupported("--xla (paddle.jit.to_static) with several workers")
+        paddle.set_device(("gpu" if self.world > 1 else "gpu:0") if self.on_gpu else "cpu")
+        if self.world > 1:
+            import paddle.distributed as dist
+
+            dist.init_parallel_env()
+        if self.on_gpu:
+            no_tf32()
+        apply_cudnn_flags(args, self.on_gpu)
+        self.amp_dtype = resolve_amp(args, self.on_gpu)
+        resolve_data_format(args)
+
+    def build(self, args: argparse.Namespace) -> nn.Layer:
+        paddle.seed(args.seed)  # the same initial weights on every worker
+        model = build_model(args)
+        if self.amp_dtype and args.amp_level == "O2":
+            # Pure low precision: weights cast once (norm layers stay fp32); the optimizer
+            # keeps fp32 master weights (multi_precision), as PaddleClas's and PaddleNLP's O2
+            # runs do.
+            model = paddle.amp.decorate(models=model, level="O2", dtype=self.amp_dtype,
+                                        save_dtype="float32")  # fmt: skip
+        model.train()
+        if self.world > 1 and args.mode == "train":  # inference: each worker its own model
+            model = paddle.DataParallel(model)
+            args.seed += self.rank  # each worker its own synthetic batch
+        return model
+
+    def make_step(self, args: argparse.Namespace, model: nn.Layer) -> Callable[[], float | None]:
+        # float() copies the loss back to the host, once the device is done (the dygraph
+        # engine is asynchronous on a GPU), before the harness takes the timestamp.
+        return guard_conversion(
+            args, kit.synced_step(make_step(args, model, self.on_gpu), self.sync)
         )
 
-    on_gpu = args.device == "cuda"
-    if on_gpu and not (paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0):
-        return kit.no_device(
-            f"paddle has no usable CUDA device (paddle {paddle.__version__}, compiled with "
-            f"CUDA: {paddle.is_compiled_with_cuda()})"
-        )
-    # Data parallel when paddle.distributed.launch started several workers.
-    world = int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
-    rank = int(os.environ.get("PADDLE_TRAINER_ID", "0"))
-    if world > 1 and args.xla and args.mode == "train":
-        print("unsupported: --xla (paddle.jit.to_static) with several workers", flush=True)
-        return kit.UNSUPPORTED_EXIT
-    paddle.set_device(("gpu" if world > 1 else "gpu:0") if on_gpu else "cpu")
-    if world > 1:
-        import paddle.distributed as dist
+    def make_predict(self, args: argparse.Namespace, model: nn.Layer) -> Callable[[int], float]:
+        return guard_conversion(args, make_predict(args, model, self.on_gpu))
 
-        dist.init_parallel_env()
-    if on_gpu:
-        # Honest fp32: no TF32 for matmuls/convolutions.
-        with contextlib.suppress(Exception):
-            paddle.set_flags({"FLAGS_enable_cublas_tensor_op_math": False})
-    apply_cudnn_flags(args, on_gpu)
-    events = kit.Events(rank)
+    def device_facts(self, args: argparse.Namespace) -> kit.Facts:
+        """The facts a run announces about its device (micro.py's all)."""
+        gpu = self.on_gpu
+        return kit.Facts(
+            args.device, paddle.device.cuda.get_device_name() if gpu else kit.cpu_name(),
+            self.amp_dtype, args.threads or kit.omp_threads(),
+            extra=kit.precision_fields(gpu),
+        )  # fmt: skip
 
-    amp_dtype = None
-    if args.precision == "amp":
-        amp_dtype = "float16" if on_gpu else "bfloat16"
-        problem = amp_problem(amp_dtype, args.amp_level)
-        if problem:
-            return events.unsupported(problem)
-        APPLIED["amp_level"] = (
-            f"O2 ({amp_dtype} weights, fp32 master weights)" if args.amp_level == "O2" else "O1"
-        )
-    elif args.amp_level != "O1":
-        APPLIED["amp_level"] = f"n/a ({args.precision})"
-    if args.model == "resnet50":
-        APPLIED["data_format"] = args.data_format
-        if args.data_format == "NHWC" and (problem := layout_problem("NHWC")):
-            args.data_format = "NCHW"
-            APPLIED["data_format"] = f"NCHW (NHWC fails on {paddle.get_device()}: {problem})"
-    elif args.data_format != "NCHW":
-        APPLIED["data_format"] = "n/a (no convolutions)"
+    def facts(self, args: argparse.Namespace, model: nn.Layer) -> kit.Facts:
+        return dataclasses.replace(
+            self.device_facts(args), params=count_params(model),
+            flops=model_math.flops_per_sample(args), practice=APPLIED,
+        )  # fmt: skip
 
-    paddle.seed(args.seed)  # the same initial weights on every worker
-    model = build_model(args)
-    if amp_dtype and args.amp_level == "O2":
-        # Pure low precision: weights cast once (norm layers stay fp32); the optimizer keeps
-        # fp32 master weights (multi_precision), as PaddleClas's and PaddleNLP's O2 runs do.
-        model = paddle.amp.decorate(models=model, level="O2", dtype=amp_dtype, save_dtype="float32")
-    model.train()
-    if world > 1 and args.mode == "train":  # inference: each worker runs its own model
-        model = paddle.DataParallel(model)
-        args.seed += rank  # each worker its own synthetic batch
-    params = count_params(model)
-    flops = model_math.flops_per_sample(args)
-    device_name = paddle.device.cuda.get_device_name() if on_gpu else kit.cpu_name()
-    threads = args.threads or kit.omp_threads()
-
-    def sync() -> None:
-        if on_gpu:
+    def sync(self) -> None:
+        if self.on_gpu:
             paddle.device.synchronize()
 
-    if args.mode == "infer":
-        predict = make_predict(args, model, on_gpu)
-        forward = guard_conversion(args, lambda: predict(args.batch_size))
 
-        def step() -> float | None:
-            forward()  # predict() returns once the device is done; no loss
-            return None
-
-    else:
-        predict = None
-        train = guard_conversion(args, make_step(args, model, on_gpu)[0])
-
-        def step() -> float | None:
-            loss = train()
-            # float() copies the loss back to the host, so the step has truly finished (on GPU
-            # the dygraph engine is asynchronous) before the harness takes the timestamp.
-            sync()
-            return float(loss)
-
-    events.start(
-        "paddle",
-        paddle.__version__,
-        args,
-        device=args.device,
-        device_name=device_name,
-        params=params,
-        flops_per_sample=flops,
-        amp_dtype=amp_dtype,
-        rank=rank,
-        world_size=world,
-        threads=threads,
-        tf32=False if on_gpu else None,
-        cpu_native_bf16=None if on_gpu else kit.cpu_native_bf16(),
-        practice=APPLIED,
-    )
-    print(
-        kit.start_line(
-            f"paddle {paddle.__version__}",
-            args,
-            params=params,
-            flops=flops,
-            shape=model_math.shape_text(args),
-            device=args.device,
-            device_name=device_name,
-            amp_dtype=amp_dtype,
-            compiler="paddle.jit.to_static",
-            threads=threads,
-        ),
-        flush=True,
-    )
-    print(kit.practice_text(APPLIED), flush=True)
-
-    sync()
-    try:
-        ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
-                              t_launch=t_launch)  # fmt: skip
-    except kit.Unsupported as exc:
-        return events.unsupported(str(exc))
-    return kit.finish(events, args, ready, predict, rank)
+def main(argv: list[str] | None = None) -> int:
+    return kit.main(Paddle(), argv)
 
 
 if __name__ == "__main__":

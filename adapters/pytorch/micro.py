@@ -6,16 +6,15 @@
                 sample, summed. Forward only with --mode infer; forward + backward (sparse
                 gradient) + SGD update of the touched rows with --mode train. Reported in GB/s.
 
-Runs inside the adapter's isolated env and imports only torch and the standard library; the
-events contract and the timed loop are the shared kit's (_shared/workload_kit.py), as for
-workload.py.
+Runs inside the adapter's isolated env and imports only torch, the standard library, the
+shared kit (_shared/workload_kit.py: the worker sequence, the events contract, the timed loop)
+and, from workload.py beside it, its hooks (threads, CUDA check, device sync) and autocast.
 
-Counting and defaults are the same in every framework: see the microbenchmark section of
-adapters/_shared/model_math.py (linear in TF/s, 3 x the forward FLOPs when training;
-embeddingbag in GB/s, the rows read, 3 x when training; FAMBench's linear_A and emb "B" shapes).
-Each step uses another batch of indices from a pool that together touch at least 256 MiB of
-rows (or one batch per step when there are fewer steps), so repeated bags are not served from
-cache. The linear input and labels are made once.
+Counting, defaults and embeddingbag's pool of index batches (another batch each step, so
+repeated bags are not served from cache) are the same in every framework: see the
+microbenchmark section of adapters/_shared/model_math.py (linear in TF/s, 3 x the forward FLOPs
+when training; embeddingbag in GB/s, the rows read, 3 x when training; FAMBench's linear_A and
+emb "B" shapes). The linear input and labels are made once.
 
 AMP: autocast to bfloat16 on the CPU, float16 (with GradScaler when training) on CUDA. For
 embeddingbag, amp stores the table in that dtype (FAMBench's half-precision embedding
@@ -30,12 +29,9 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
-import math
 import os
 import sys
-import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
@@ -44,10 +40,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import workload_kit as kit  # noqa: E402
 from torch import nn  # noqa: E402
+from workload import PyTorch, amp_dtype, autocast  # noqa: E402
 
 LR = 0.01  # FAMBench's linear ubench SGD learning rate
-INDEX_POOL_BYTES = 256 * 2**20  # rows touched by the pool of index batches, at least
-INDEX_POOL_MAX_BYTES = 64 * 2**20  # memory for the pool of index batches, at most
 
 
 # --------------------------------------------------------------------------------------------
@@ -56,30 +51,22 @@ INDEX_POOL_MAX_BYTES = 64 * 2**20  # memory for the pool of index batches, at mo
 
 
 def linear_step(
-    args: argparse.Namespace, device: torch.device, amp_dtype: torch.dtype | None
+    args: argparse.Namespace, device: torch.device
 ) -> Callable[[], torch.Tensor | None]:
     torch.manual_seed(args.seed)
-    sizes = [args.in_features] + [args.out_features] * args.layers
     layers: list[nn.Module] = []
-    for k in range(args.layers):
-        if k:
-            layers.append(nn.ReLU())
-        layers.append(nn.Linear(sizes[k], sizes[k + 1]))
+    for k, (n_in, n_out) in enumerate(model_math.linear_sizes(args)):
+        layers += [nn.ReLU(), nn.Linear(n_in, n_out)] if k else [nn.Linear(n_in, n_out)]
     model = nn.Sequential(*layers).to(device)
     g = torch.Generator(device="cpu").manual_seed(args.seed)
     x = torch.randn(args.batch_size, args.in_features, generator=g).to(device)
     labels = torch.randint(0, args.out_features, (args.batch_size,), generator=g).to(device)
 
-    def autocast() -> contextlib.AbstractContextManager:
-        if amp_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device.type, dtype=amp_dtype)
-
     if args.mode == "infer":
         model.eval()
 
         def infer() -> None:
-            with torch.inference_mode(), autocast():
+            with torch.inference_mode(), autocast(args, device):
                 model(x)
 
         return infer
@@ -87,31 +74,17 @@ def linear_step(
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
-    scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
+    amp_on_cuda = args.precision == "amp" and device.type == "cuda"
+    scaler = torch.amp.GradScaler("cuda") if amp_on_cuda else None
 
     def train() -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
-        with autocast():
+        with autocast(args, device):
             loss = F.cross_entropy(model(x), labels)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            loss.backward()
-            optimizer.step()
+        kit.backward_and_update(loss, optimizer, scaler)
         return loss
 
     return train
-
-
-def index_pool_size(args: argparse.Namespace) -> int:
-    """How many distinct index batches the steps cycle through (see the module docstring)."""
-    per_batch_rows = args.batch_size * args.bag_size
-    row_bytes = args.embedding_dim * model_math.element_size(args)
-    wanted = math.ceil(INDEX_POOL_BYTES / (per_batch_rows * row_bytes))
-    room = INDEX_POOL_MAX_BYTES // (per_batch_rows * model_math.INDEX_BYTES)
-    return max(1, min(max(args.steps, 1), wanted, room))
 
 
 def embeddingbag_step(
@@ -126,7 +99,7 @@ def embeddingbag_step(
         device=device, dtype=table_dtype,
     )  # fmt: skip
     g = torch.Generator(device="cpu").manual_seed(args.seed)
-    pool = index_pool_size(args)
+    pool = model_math.index_pool_size(args)
     indices = torch.randint(
         0, args.num_embeddings, (pool, args.batch_size * args.bag_size), generator=g
     ).to(device)
@@ -159,62 +132,47 @@ def embeddingbag_step(
 # --------------------------------------------------------------------------------------------
 
 
+class PyTorchMicro(PyTorch):
+    """The microbenchmarks' parts of the worker sequence (kit.micro_main runs them); the
+    threads, the CUDA check and the device sync are workload.py's."""
+
+    ops = {"linear": "torch.nn.Linear",
+           "embeddingbag": "torch.nn.EmbeddingBag(mode='sum', sparse=True)"}  # fmt: skip
+
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        return kit.parse_micro_args(argv, __doc__, threads_help="torch.set_num_threads(N)")
+
+    def setup(self, args: argparse.Namespace) -> None:
+        self.device = torch.device("cuda:0" if args.device == "cuda" else "cpu")
+        if args.device == "cuda":
+            torch.cuda.set_device(self.device)
+            # Honest fp32: no silent TF32 for the GEMMs (it also keeps AMP's fp32 ops in fp32).
+            torch.backends.cuda.matmul.allow_tf32 = False
+
+    def make_step(self, args: argparse.Namespace, model: None) -> Callable[[], float | None]:
+        if args.model == "linear":
+            run = linear_step(args, self.device)
+        else:
+            amp = args.precision == "amp"
+            run = embeddingbag_step(
+                args, self.device, amp_dtype(self.device) if amp else torch.float32
+            )
+        # CUDA runs asynchronously: the step ends once the device is done (on the CPU every
+        # op has finished when it returns).
+        return kit.synced_step(run, self.sync)
+
+    def facts(self, args: argparse.Namespace, model: None) -> kit.Facts:
+        cuda = self.device.type == "cuda"
+        amp = str(amp_dtype(self.device)).replace("torch.", "")
+        return kit.Facts(
+            self.device.type, torch.cuda.get_device_name(self.device) if cuda else kit.cpu_name(),
+            amp if args.precision == "amp" else None, torch.get_num_threads(),
+            extra=kit.precision_fields(cuda),
+        )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
-    t_launch = time.monotonic()
-    args = kit.parse_micro_args(argv, __doc__, threads_help="torch.set_num_threads(N)")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    info = model_math.micro_counts(args)
-    if args.describe:
-        return kit.describe(**info, framework_version=torch.__version__)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        return kit.no_device(f"torch.cuda.is_available() is False (torch {torch.__version__}, "
-                             f"CUDA build: {torch.version.cuda})")  # fmt: skip
-    device = torch.device("cuda:0" if args.device == "cuda" else "cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-        # Honest fp32: no silent TF32 for the GEMMs (it also keeps AMP's fp32 ops in fp32).
-        torch.backends.cuda.matmul.allow_tf32 = False
-    events = kit.Events()
-
-    amp_dtype = None
-    if args.precision == "amp":
-        amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
-    if args.model == "linear":
-        run = linear_step(args, device, amp_dtype)
-        op = "torch.nn.Linear"
-    else:
-        run = embeddingbag_step(args, device, amp_dtype or torch.float32)
-        op = "torch.nn.EmbeddingBag(mode='sum', sparse=True)"
-
-    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else kit.cpu_name()
-    amp_name = str(amp_dtype).replace("torch.", "") if amp_dtype else None
-    shape = model_math.micro_shape_text(args)
-    events.start(
-        "pytorch", torch.__version__, args,
-        device=device.type, device_name=device_name, impl="micro", op=op, amp_dtype=amp_name,
-        threads=torch.get_num_threads(), shape=shape,
-        tf32=False if device.type == "cuda" else None,
-        cpu_native_bf16=kit.cpu_native_bf16() if device.type == "cpu" else None, **info,
-    )  # fmt: skip
-    print(kit.micro_start_line(
-        f"pytorch {torch.__version__}", args, op=op, info=info, shape=shape, amp_dtype=amp_name,
-        device=device.type, device_name=device_name, threads=torch.get_num_threads(),
-    ), flush=True)  # fmt: skip
-    if args.model == "linear" and device.type == "cpu":
-        kit.warn_if_bf16_emulated(amp_name)
-
-    def step() -> float | None:
-        loss = run()
-        # CUDA runs asynchronously: wait for the whole step (the update included), then read
-        # the loss back. On the CPU every op has finished when it returns.
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        return loss.item() if loss is not None else None
-
-    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
-                          t_launch=t_launch, set_up="import, build, data")  # fmt: skip
-    return kit.finish(events, args, ready)
+    return kit.micro_main(PyTorchMicro(), argv)
 
 
 if __name__ == "__main__":

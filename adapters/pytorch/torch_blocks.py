@@ -1,6 +1,7 @@
-"""The PyTorch building blocks that workload.py and zoo.py share: ResNet50-v1.5 and BERT-base
-pretraining written with torch.nn, and the best-practice helpers (fused optimizer, channels_last)
-with the record of what they really applied on this torch and device.
+"""The PyTorch building blocks that workload.py and zoo.py share: the ResNet trunk (ResNet50-v1.5
+and the zoo's ResNets) and BERT-base pretraining written with torch.nn, and the best-practice
+helpers (fused optimizer, channels_last) with the record of what they really applied on this
+torch and device.
 
 Runs inside the PyTorch env, next to workload.py (which puts adapters/_shared on sys.path).
 """
@@ -50,6 +51,10 @@ class Bottleneck(nn.Module):
                 nn.Conv2d(in_ch, out_ch, 1, stride=stride, bias=False), nn.BatchNorm2d(out_ch)
             )
 
+    @property
+    def last_bn(self) -> nn.BatchNorm2d:
+        return self.bn3
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         identity = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
@@ -58,8 +63,12 @@ class Bottleneck(nn.Module):
         return self.relu(out + identity)
 
 
-class ResNet50(nn.Module):
-    def __init__(self, num_classes: int = 1000) -> None:
+class ResNet(nn.Module):
+    """Stem, four stages of `block` (widths 64..512, stride 2 from stage 2 on), pool, fc, in
+    torchvision's layout (zoo.py's ResNet18..152 and ResNet50 below). `block` names its last
+    BatchNorm `last_bn`."""
+
+    def __init__(self, block: Any, layers: tuple[int, ...], num_classes: int = 1000) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
@@ -67,13 +76,12 @@ class ResNet50(nn.Module):
         self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
         stages = []
         in_ch = 64
-        for i, (width, blocks) in enumerate(model_math.RESNET50_STAGES):
-            layers = []
-            for b in range(blocks):
-                stride = 2 if (b == 0 and i > 0) else 1
-                layers.append(Bottleneck(in_ch, width, stride))
-                in_ch = width * Bottleneck.expansion
-            stages.append(nn.Sequential(*layers))
+        for i, (width, count) in enumerate(zip((64, 128, 256, 512), layers, strict=True)):
+            stage = []
+            for b in range(count):
+                stage.append(block(in_ch, width, 2 if (b == 0 and i > 0) else 1))
+                in_ch = width * block.expansion
+            stages.append(nn.Sequential(*stage))
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(in_ch, num_classes)
@@ -87,13 +95,18 @@ class ResNet50(nn.Module):
         # Zero-init the last BN gamma of each block (as NVIDIA's reference does): every residual
         # branch starts as identity, which helps large-batch training. Cost is unaffected.
         for m in self.modules():
-            if isinstance(m, Bottleneck):
-                nn.init.zeros_(m.bn3.weight)
+            if isinstance(m, block):
+                nn.init.zeros_(m.last_bn.weight)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+class ResNet50(ResNet):
+    def __init__(self, num_classes: int = 1000) -> None:
+        super().__init__(Bottleneck, tuple(n for _, n in model_math.RESNET50_STAGES), num_classes)
 
 
 # --------------------------------------------------------------------------------------------

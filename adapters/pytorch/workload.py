@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import os
 import sys
-import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
@@ -43,84 +42,106 @@ def flops_per_sample(args: argparse.Namespace) -> float:
     return model_math.flops_per_sample(args, forward)
 
 
+def amp_dtype(device: torch.device) -> torch.dtype:
+    """--precision amp's autocast dtype: fp16 on CUDA (with loss scaling), bf16 on a CPU."""
+    return torch.float16 if device.type == "cuda" else torch.bfloat16
+
+
+def autocast(args: argparse.Namespace, device: torch.device) -> contextlib.AbstractContextManager:
+    if args.precision != "amp":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=amp_dtype(device))
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+Task = tuple[Callable[[nn.Module], torch.Tensor], torch.optim.Optimizer]
+
+
+def resnet_task(args: argparse.Namespace, model: nn.Module, device: torch.device,
+                g: torch.Generator) -> Task:  # fmt: skip
+    """(loss_fn, optimizer): cross entropy of a synthetic batch of images, SGD with momentum."""
+    b = args.batch_size
+    images = torch.randn(b, 3, args.image_size, args.image_size, generator=g).to(device)
+    (images,) = blocks.to_memory_format(args, images)
+    labels = torch.randint(0, args.num_classes, (b,), generator=g).to(device)
+    optimizer = blocks.make_optimizer(
+        torch.optim.SGD, model.parameters(), args, lr=0.1, momentum=0.9, weight_decay=1e-4
+    )
+
+    def loss_fn(m: nn.Module) -> torch.Tensor:
+        return F.cross_entropy(m(images), labels)
+
+    return loss_fn, optimizer
+
+
+def bert_task(args: argparse.Namespace, model: nn.Module, device: torch.device,
+              g: torch.Generator) -> Task:  # fmt: skip
+    """(loss_fn, optimizer): BERT pretraining's MLM + NSP loss on a synthetic batch, AdamW."""
+    b, s = args.batch_size, args.seq_len
+    vocab = model_math.BERT_BASE["vocab"]
+    input_ids = torch.randint(0, vocab, (b, s), generator=g)
+    token_types = torch.zeros(b, s, dtype=torch.long)
+    token_types[:, s // 2 :] = 1
+    attention_mask = torch.ones(b, s, dtype=torch.long)
+    # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
+    masked = torch.rand(b, s, generator=g) < 0.15
+    masked[:, min(1, s - 1)] = True
+    mlm_labels = torch.where(masked, torch.randint(0, vocab, (b, s), generator=g), -100)
+    nsp_labels = torch.randint(0, 2, (b,), generator=g)
+    input_ids, token_types, mlm_labels, nsp_labels = (
+        t.to(device) for t in (input_ids, token_types, mlm_labels, nsp_labels)
+    )
+    # The mask is all ones, so attention needs none; passing an explicit mask would only
+    # steer SDPA away from its fastest (flash) kernels. Kept general for a padded batch.
+    attn_mask = None
+    if not bool(attention_mask.all()):
+        attn_mask = attention_mask.bool()[:, None, None, :].to(device)
+    optimizer = blocks.make_optimizer(
+        torch.optim.AdamW, model.parameters(), args, lr=1e-4, weight_decay=0.01
+    )
+
+    def loss_fn(m: nn.Module) -> torch.Tensor:
+        mlm_logits, nsp_logits = m(input_ids, token_types, attn_mask)
+        mlm = F.cross_entropy(mlm_logits.view(-1, vocab), mlm_labels.view(-1), ignore_index=-100)
+        return mlm + F.cross_entropy(nsp_logits, nsp_labels)
+
+    return loss_fn, optimizer
+
+
 def make_step(
     args: argparse.Namespace, model: nn.Module, device: torch.device
-) -> tuple[Callable[[], torch.Tensor], torch.optim.Optimizer, torch.nn.Module]:
-    """Create the synthetic batch (once, on the device), the optimizer and the step function.
-
-    Returns (step, optimizer, model_to_run); step() runs one forward/backward/update and returns
-    the loss tensor, not yet read back.
-    """
+) -> Callable[[], float]:
+    """The synthetic batch (made once, on the device), the optimizer and step(): one
+    forward/backward/update, returning the loss once the device has finished the step."""
     g = torch.Generator(device="cpu").manual_seed(args.seed)
-    b = args.batch_size
     if args.model in zoo.TASKS:  # its own data, loss and optimizer (bert-large: BERT's below)
         loss_fn, optimizer = zoo.make_task(args, model, device)
     elif args.model == "resnet50":
-        images = torch.randn(b, 3, args.image_size, args.image_size, generator=g).to(device)
-        (images,) = blocks.to_memory_format(args, images)
-        labels = torch.randint(0, args.num_classes, (b,), generator=g).to(device)
-        optimizer: torch.optim.Optimizer = blocks.make_optimizer(
-            torch.optim.SGD, model.parameters(), args, lr=0.1, momentum=0.9, weight_decay=1e-4
-        )
-
-        def loss_fn(m: nn.Module) -> torch.Tensor:
-            return F.cross_entropy(m(images), labels)
-
+        loss_fn, optimizer = resnet_task(args, model, device, g)
     else:
-        s = args.seq_len
-        vocab = model_math.BERT_BASE["vocab"]
-        input_ids = torch.randint(0, vocab, (b, s), generator=g)
-        token_types = torch.zeros(b, s, dtype=torch.long)
-        token_types[:, s // 2 :] = 1
-        attention_mask = torch.ones(b, s, dtype=torch.long)
-        # MLM labels at ~15% of positions (at least one per batch), -100 (ignored) elsewhere.
-        masked = torch.rand(b, s, generator=g) < 0.15
-        masked[:, min(1, s - 1)] = True
-        mlm_labels = torch.where(masked, torch.randint(0, vocab, (b, s), generator=g), -100)
-        nsp_labels = torch.randint(0, 2, (b,), generator=g)
-        input_ids, token_types, mlm_labels, nsp_labels = (
-            t.to(device) for t in (input_ids, token_types, mlm_labels, nsp_labels)
-        )
-        # The mask is all ones, so attention needs none; passing an explicit mask would only
-        # steer SDPA away from its fastest (flash) kernels. Kept general for a padded batch.
-        attn_mask = None
-        if not bool(attention_mask.all()):
-            attn_mask = attention_mask.bool()[:, None, None, :].to(device)
-        optimizer = blocks.make_optimizer(
-            torch.optim.AdamW, model.parameters(), args, lr=1e-4, weight_decay=0.01
-        )
-
-        def loss_fn(m: nn.Module) -> torch.Tensor:
-            mlm_logits, nsp_logits = m(input_ids, token_types, attn_mask)
-            mlm = F.cross_entropy(
-                mlm_logits.view(-1, vocab), mlm_labels.view(-1), ignore_index=-100
-            )
-            return mlm + F.cross_entropy(nsp_logits, nsp_labels)
-
+        loss_fn, optimizer = bert_task(args, model, device, g)
     # torch.compile (the "--xla" flag: PyTorch's graph compiler, inductor backend). Compilation
     # happens lazily inside step 1, so step 1 is slow; the harness's warm-up window absorbs it.
     run_model = torch.compile(model) if args.xla else model
-
-    amp = args.precision == "amp"
-    amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
     # fp16 needs loss scaling to keep small gradients from underflowing; bf16 does not.
-    scaler = torch.amp.GradScaler("cuda") if amp and device.type == "cuda" else None
+    amp_on_cuda = args.precision == "amp" and device.type == "cuda"
+    scaler = torch.amp.GradScaler("cuda") if amp_on_cuda else None
 
-    def step() -> torch.Tensor:
+    def step() -> float:
         optimizer.zero_grad(set_to_none=True)
-        ctx = torch.autocast(device.type, dtype=amp_dtype) if amp else contextlib.nullcontext()
-        with ctx:
+        with autocast(args, device):
             loss = loss_fn(run_model)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            loss.backward()
-            optimizer.step()
-        return loss
+        kit.backward_and_update(loss, optimizer, scaler)
+        sync(device)
+        # .item() copies the loss back to the host, so the step has truly finished (on CPU it
+        # also forces any deferred work) before the timestamp is taken.
+        return loss.item()
 
-    return step, optimizer, run_model
+    return step
 
 
 def make_predict(
@@ -152,16 +173,12 @@ def make_predict(
     # torch.compile specialises on shapes, so the compiled model always gets the full batch
     # (the rows past n are wasted work) instead of recompiling for each batch LoadGen forms.
     run_model = torch.compile(model) if args.xla else model
-    amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
 
     def predict(n: int) -> float:
         rows = b if args.xla else n
-        amp = args.precision == "amp"
-        ctx = torch.autocast(device.type, dtype=amp_dtype) if amp else contextlib.nullcontext()
-        with torch.inference_mode(), ctx:
+        with torch.inference_mode(), autocast(args, device):
             out = run_model(*(t if t is None or rows == b else t[:rows] for t in inputs))
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        sync(device)
         return (out[0] if isinstance(out, tuple) else out).reshape(-1)[0].item()
 
     return predict
@@ -182,119 +199,108 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"], zoo_check)
 
 
-def main(argv: list[str] | None = None) -> int:
-    t_launch = time.monotonic()
-    args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.describe:
+class PyTorch(kit.Hooks):
+    """This framework's parts of the worker sequence (kit.main runs them)."""
+
+    framework, version, compiler = "pytorch", torch.__version__, "torch.compile"
+    warn_bf16 = True
+    device = torch.device("cpu")
+    rank, world = 0, 1
+
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        return parse_args(argv)
+
+    def threads(self, args: argparse.Namespace) -> None:
+        if args.threads:
+            torch.set_num_threads(args.threads)
+
+    def describe(self, args: argparse.Namespace) -> dict[str, object]:
         # Shapes only: building on "meta" allocates nothing and skips the random init.
         with torch.device("meta"):
             model = build_model(args)
-        return kit.describe(params=blocks.count_params(model),
-                            flops_per_sample=flops_per_sample(args),
-                            framework_version=torch.__version__)  # fmt: skip
-    if args.device == "cuda" and not torch.cuda.is_available():
-        return kit.no_device(f"torch.cuda.is_available() is False (torch {torch.__version__}, "
-                             f"CUDA build: {torch.version.cuda})")  # fmt: skip
+        return {"params": blocks.count_params(model), "flops_per_sample": flops_per_sample(args)}
 
-    # Data parallel when a launcher (torchrun) started several ranks: one process per device,
-    # gradients all-reduced every step (gloo on CPU, NCCL on CUDA), batch = per device.
-    rank = int(os.environ.get("RANK", "0"))
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if world > 1:
-        import torch.distributed as dist
+    def cuda_missing(self) -> str | None:
+        if torch.cuda.is_available():
+            return None
+        return (f"torch.cuda.is_available() is False (torch {torch.__version__}, "
+                f"CUDA build: {torch.version.cuda})")  # fmt: skip
 
-        dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
-        if args.device == "cpu" and not args.threads:  # ranks on one host share its cores
-            local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-            torch.set_num_threads(kit.cores_per_rank(kit.ranks_on_host(local_world)))
-    device = torch.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-        # Honest fp32: no silent TF32 for matmuls/convolutions (it also keeps AMP runs' fp32
-        # ops in true fp32). cudnn.benchmark picks the fastest conv algorithms for the fixed
-        # shapes, as every reference training script does.
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cudnn.benchmark = bool(args.cudnn_benchmark)
-    blocks.USE_SDPA = bool(args.sdpa)
-    events = kit.Events(rank)  # one events file per rank
+    def place(self, args: argparse.Namespace) -> kit.Place:
+        # Data parallel when a launcher (torchrun) started several ranks: one process per
+        # device, gradients all-reduced every step (gloo on CPU, NCCL on CUDA), batch = per
+        # device.
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        return kit.Place(self.rank, self.world)
 
-    torch.manual_seed(args.seed)  # the same initial weights on every rank
-    model = build_model(args).to(device)
-    if args.channels_last:
-        model = model.to(memory_format=torch.channels_last)
-    model.train()
-    if world > 1 and args.mode == "train":  # inference: each rank runs its own model
-        from torch.nn.parallel import DistributedDataParallel
+    def setup(self, args: argparse.Namespace) -> None:
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if self.world > 1:
+            import torch.distributed as dist
 
-        model = DistributedDataParallel(
-            model, device_ids=[local_rank] if device.type == "cuda" else None
-        )
-        args.seed += rank  # each rank its own synthetic batch
-    params = blocks.count_params(model)
-    flops = flops_per_sample(args)
-    amp_dtype = None
-    if args.precision == "amp":
-        amp_dtype = "float16" if device.type == "cuda" else "bfloat16"
-    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else kit.cpu_name()
+            dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+            if args.device == "cpu" and not args.threads:  # ranks on one host share its cores
+                local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+                torch.set_num_threads(kit.cores_per_rank(kit.ranks_on_host(local_world)))
+        self.device = torch.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
+        if args.device == "cuda":
+            torch.cuda.set_device(self.device)
+            # Honest fp32: no silent TF32 for matmuls/convolutions (it also keeps AMP runs'
+            # fp32 ops in true fp32). cudnn.benchmark picks the fastest conv algorithms for the
+            # fixed shapes, as every reference training script does.
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cudnn.benchmark = bool(args.cudnn_benchmark)
+        blocks.USE_SDPA = bool(args.sdpa)
 
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+    def build(self, args: argparse.Namespace) -> nn.Module:
+        torch.manual_seed(args.seed)  # the same initial weights on every rank
+        model = build_model(args).to(self.device)
+        if args.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        model.train()
+        if self.world > 1 and args.mode == "train":  # inference: each rank runs its own model
+            from torch.nn.parallel import DistributedDataParallel
 
-    predict = None
-    try:
-        if args.mode == "infer":  # predict() returns once the device is done; no loss
-            predict = make_predict(args, model, device)
+            cuda = self.device.type == "cuda"
+            model = DistributedDataParallel(model, device_ids=[self.device.index] if cuda else None)
+            args.seed += self.rank  # each rank its own synthetic batch
+        return model
 
-            def step() -> None:
-                predict(args.batch_size)
+    def make_step(self, args: argparse.Namespace, model: nn.Module) -> Callable[[], float]:
+        return make_step(args, model, self.device)
 
-        else:
-            train_step, _optimizer, _run_model = make_step(args, model, device)
+    def make_predict(self, args: argparse.Namespace, model: nn.Module) -> Callable[[int], float]:
+        return make_predict(args, model, self.device)
 
-            def step() -> float:
-                loss = train_step()
-                sync()
-                # .item() copies the loss back to the host, so the step has truly finished (on
-                # CPU it also forces any deferred work) before the timestamp is taken.
-                return loss.item()
-    except kit.Unsupported as why:
-        return events.unsupported(str(why))
-    applied = blocks.APPLIED
-    applied["channels_last"] = bool(args.channels_last)
-    if device.type == "cuda":
-        applied["cudnn_benchmark"] = torch.backends.cudnn.benchmark
-    if args.model in ("bert", "bert-large"):
-        applied["sdpa"] = blocks.USE_SDPA
+    def facts(self, args: argparse.Namespace, model: nn.Module) -> kit.Facts:
+        cuda = self.device.type == "cuda"
+        practice = {**blocks.APPLIED, "channels_last": bool(args.channels_last)}
+        if cuda:
+            practice["cudnn_benchmark"] = torch.backends.cudnn.benchmark
+        if args.model in ("bert", "bert-large"):
+            practice["sdpa"] = blocks.USE_SDPA
+        amp = str(amp_dtype(self.device)).replace("torch.", "")
+        return kit.Facts(
+            self.device.type, torch.cuda.get_device_name(self.device) if cuda else kit.cpu_name(),
+            amp if args.precision == "amp" else None, torch.get_num_threads(),
+            params=blocks.count_params(model), flops=flops_per_sample(args), practice=practice,
+            extra={"tf32": False if cuda else None,
+                   "cpu_capability": None if cuda else torch.backends.cpu.get_cpu_capability(),
+                   "cpu_native_bf16": None if cuda else kit.cpu_native_bf16()},
+        )  # fmt: skip
 
-    events.start(
-        "pytorch", torch.__version__, args,
-        device=device.type, device_name=device_name, params=params, flops_per_sample=flops,
-        amp_dtype=amp_dtype, threads=torch.get_num_threads(),
-        tf32=False if device.type == "cuda" else None,
-        cpu_capability=torch.backends.cpu.get_cpu_capability() if device.type == "cpu" else None,
-        cpu_native_bf16=kit.cpu_native_bf16() if device.type == "cpu" else None,
-        rank=rank, world_size=world, practice=applied,
-    )  # fmt: skip
-    print(kit.start_line(
-        f"pytorch {torch.__version__}", args, params=params, flops=flops,
-        shape=model_math.shape_text(args), device=device.type, device_name=device_name,
-        amp_dtype=amp_dtype, compiler="torch.compile", threads=torch.get_num_threads(),
-    ), flush=True)  # fmt: skip
-    print(kit.practice_text(applied), flush=True)
-    kit.warn_if_bf16_emulated(amp_dtype if device.type == "cpu" else None)
+    def sync(self) -> None:
+        sync(self.device)
 
-    sync()
-    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
-                          t_launch=t_launch)  # fmt: skip
-    kit.finish(events, args, ready, predict, rank)
-    if world > 1:
-        torch.distributed.destroy_process_group()
-    return 0
+    def teardown(self) -> None:
+        if self.world > 1:
+            torch.distributed.destroy_process_group()
+
+
+def main(argv: list[str] | None = None) -> int:
+    return kit.main(PyTorch(), argv)
 
 
 if __name__ == "__main__":

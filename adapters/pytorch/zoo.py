@@ -194,6 +194,10 @@ class BasicBlock(nn.Module):
                 nn.Conv2d(in_ch, width, 1, stride=stride, bias=False), nn.BatchNorm2d(width)
             )
 
+    @property
+    def last_bn(self) -> nn.BatchNorm2d:
+        return self.bn2
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         identity = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
@@ -206,43 +210,6 @@ RESNETS: dict[str, tuple[type[nn.Module], tuple[int, int, int, int]]] = {
     "resnet101": (blocks.Bottleneck, (3, 4, 23, 3)),
     "resnet152": (blocks.Bottleneck, (3, 8, 36, 3)),
 }
-
-
-class ResNet(nn.Module):
-    """Stem, four stages of `block` (widths 64..512, stride 2 from stage 2 on), pool, fc; the
-    same stem, init and head as torch_blocks.ResNet50 (which is ResNet(Bottleneck, 3-4-6-3))."""
-
-    def __init__(self, block: Any, layers: tuple[int, ...], num_classes: int = 1000) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        stages = []
-        in_ch = 64
-        for i, (width, count) in enumerate(zip((64, 128, 256, 512), layers, strict=True)):
-            stage = []
-            for b in range(count):
-                stage.append(block(in_ch, width, 2 if (b == 0 and i > 0) else 1))
-                in_ch = width * block.expansion
-            stages.append(nn.Sequential(*stage))
-        self.layer1, self.layer2, self.layer3, self.layer4 = stages
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(in_ch, num_classes)
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, nn.BatchNorm2d):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
-        for m in self.modules():  # zero-init each block's last BN gamma, as ResNet50's
-            if isinstance(m, (BasicBlock, blocks.Bottleneck)):
-                nn.init.zeros_(m.bn2.weight if isinstance(m, BasicBlock) else m.bn3.weight)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
 def conv_linear_forward_flops(model: nn.Module, *inputs: torch.Tensor) -> float:
@@ -273,7 +240,9 @@ def conv_linear_forward_flops(model: nn.Module, *inputs: torch.Tensor) -> float:
 def resnet_forward_flops(name: str, num_classes: int, image_size: int) -> float:
     block, layers = RESNETS[name]
     with torch.device("meta"):
-        model = ResNet(block, layers, num_classes).eval()  # eval: BN takes a 1x1 map of 1 sample
+        model = blocks.ResNet(
+            block, layers, num_classes
+        ).eval()  # eval: BN takes a 1x1 map of 1 sample
     image = torch.empty(1, 3, image_size, image_size, device="meta")
     return conv_linear_forward_flops(model, image)
 
@@ -379,7 +348,7 @@ def build(args: argparse.Namespace) -> nn.Module:
         return LSTMClassifier()
     if args.model in RESNETS:
         block, layers = RESNETS[args.model]
-        return ResNet(block, layers, args.num_classes)
+        return blocks.ResNet(block, layers, args.num_classes)
     if args.model == "dlrm":
         return DLRM()
     raise ValueError(f"unknown zoo model {args.model!r}")

@@ -11,16 +11,17 @@
 
 Each step is one tf.function call. Runs inside the adapter's isolated env and imports only
 TensorFlow/Keras, numpy, the standard library and the stdlib-only kit in adapters/_shared
-(workload_kit: command line, events, step loop; model_math: the counts below). Events contract
-as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start", "ready", one
-"step" per iteration, "end", or "unsupported"); a human-readable log goes to stdout.
+(workload_kit: the worker sequence, command line, events, step loop; model_math: the counts
+below), and from workload.py beside it the framework's hooks (the CUDA check, the device name).
+Events contract as for workload.py: JSON lines to the file named by $DLPERF_EVENTS ("start",
+"ready", one "step" per iteration, "end", or "unsupported"); a human-readable log goes to
+stdout.
 
-Counting and defaults are the same in every framework: see the microbenchmark section of
-adapters/_shared/model_math.py (linear in TF/s, 3 x the forward FLOPs when training;
-embeddingbag in GB/s, the rows read, 3 x when training; FAMBench's linear_A and emb "B" shapes).
-Each step uses another batch of indices from a pool that together touch at least 256 MiB of
-rows (or one batch per step when there are fewer steps), so repeated bags are not served from
-cache. The linear input and labels are made once.
+Counting, defaults and embeddingbag's pool of index batches (another batch each step, so
+repeated bags are not served from cache) are the same in every framework: see the
+microbenchmark section of adapters/_shared/model_math.py (linear in TF/s, 3 x the forward FLOPs
+when training; embeddingbag in GB/s, the rows read, 3 x when training; FAMBench's linear_A and
+emb "B" shapes). The linear input and labels are made once.
 
 AMP: the Keras mixed_bfloat16 policy on the CPU, mixed_float16 (with LossScaleOptimizer when
 training) on CUDA. For embeddingbag, amp stores the table in that dtype (FAMBench's
@@ -38,7 +39,6 @@ import argparse
 import math
 import os
 import sys
-import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
@@ -50,21 +50,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from workload import TensorFlow, amp_dtype, device_name  # noqa: E402
 
 TABLE_INIT_BLOCK = 4096  # the table repeats one random block: a full-size RNG pass takes ~20 s
 
 LR = 0.01  # FAMBench's linear ubench SGD learning rate
-INDEX_POOL_BYTES = 256 * 2**20  # rows touched by the pool of index batches, at least
-INDEX_POOL_MAX_BYTES = 64 * 2**20  # memory for the pool of index batches, at most
-
-
-def index_pool_size(args: argparse.Namespace) -> int:
-    """How many distinct index batches the steps cycle through (see the module docstring)."""
-    per_batch_rows = args.batch_size * args.bag_size
-    row_bytes = args.embedding_dim * model_math.element_size(args)
-    wanted = math.ceil(INDEX_POOL_BYTES / (per_batch_rows * row_bytes))
-    room = INDEX_POOL_MAX_BYTES // (per_batch_rows * model_math.INDEX_BYTES)
-    return max(1, min(max(args.steps, 1), wanted, room))
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,7 +109,7 @@ def embeddingbag_step(args: argparse.Namespace, table_dtype: tf.DType) -> Callab
     table = tf.Variable(tf.cast(tf.tile(block, [repeats, 1])[:e], table_dtype), name="table")
     del block
     rng = np.random.default_rng(args.seed)
-    pool = index_pool_size(args)
+    pool = model_math.index_pool_size(args)
     ids = tf.constant(rng.integers(0, e, (pool, b * p)), dtype=tf.int64)
     # The bag layout of a [batch, bag_size] SparseTensor: row-major coordinates, fixed.
     coords = tf.constant(
@@ -164,81 +154,63 @@ def embeddingbag_step(args: argparse.Namespace, table_dtype: tf.DType) -> Callab
 # --------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    t_launch = time.monotonic()
-    args = kit.parse_micro_args(argv, __doc__, threads_help="intra-op threads")
-    if args.threads:
-        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+class TensorFlowMicro(TensorFlow):
+    """The microbenchmarks' parts of the worker sequence (kit.micro_main runs them); the CUDA
+    check is workload.py's."""
 
-    info = model_math.micro_counts(args)
-    if args.describe:
-        return kit.describe(**info, framework_version=tf.__version__)
+    label = ""  # the log names TensorFlow without Keras here
+    ops = {"linear": "keras.layers.Dense",
+           "embeddingbag": "tf.nn.embedding_lookup_sparse(combiner='sum')"}  # fmt: skip
 
-    gpus = tf.config.list_physical_devices("GPU")
-    if args.device == "cuda" and not gpus:
-        return kit.no_device(f"TensorFlow {tf.__version__} sees no GPU")
-    on_gpu = args.device == "cuda"
-    device = "/gpu:0" if on_gpu else "/cpu:0"
-    if on_gpu:
-        tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        return kit.parse_micro_args(argv, __doc__, threads_help="intra-op threads")
 
-    events = kit.Events()
-    amp_dtype = None
-    if args.precision == "amp":
-        amp_dtype = "float16" if on_gpu else "bfloat16"
-    with tf.device(device):
-        if args.model == "linear":
-            if amp_dtype:
-                keras.mixed_precision.set_global_policy(f"mixed_{amp_dtype}")
-            run = linear_step(args, on_gpu)
-            op = "keras.layers.Dense"
-        else:
-            run = embeddingbag_step(args, tf.as_dtype(amp_dtype or "float32"))
-            op = "tf.nn.embedding_lookup_sparse(combiner='sum')"
+    def threads(self, args: argparse.Namespace) -> None:
+        if args.threads:
+            tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 
-    device_name = kit.cpu_name()
-    if on_gpu:
-        details = tf.config.experimental.get_device_details(gpus[0])
-        device_name = details.get("device_name", "GPU")
-    threads = tf.config.threading.get_intra_op_parallelism_threads() or None
-    shape = model_math.micro_shape_text(args)
-    events.start(
-        "tensorflow",
-        tf.__version__,
-        args,
-        device=args.device,
-        device_name=device_name,
-        impl="micro",
-        op=op,
-        amp_dtype=amp_dtype,
-        threads=threads,
-        shape=shape,
-        keras_version=keras.__version__,
-        tf32=False if on_gpu else None,
-        cpu_native_bf16=None if on_gpu else kit.cpu_native_bf16(),
-        **info,
-    )
-    print(kit.micro_start_line(
-        f"tensorflow {tf.__version__}", args, op=op, info=info, shape=shape, amp_dtype=amp_dtype,
-        device=args.device, device_name=device_name, threads=threads,
-    ), flush=True)  # fmt: skip
-    if args.model == "linear":
-        kit.warn_if_bf16_emulated(amp_dtype)
-    train_linear = args.model == "linear" and args.mode == "train"
+    def setup(self, args: argparse.Namespace) -> None:
+        self.device = "gpu" if args.device == "cuda" else "cpu"
+        if self.device == "gpu":
+            tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
 
-    def step() -> float | None:
+    def make_step(self, args: argparse.Namespace, model: None) -> Callable[[], float | None]:
+        on_gpu, device = self.device == "gpu", f"/{self.device}:0"
+        amp = amp_dtype(on_gpu) if args.precision == "amp" else None
         with tf.device(device):
-            value_t = run()
-        # A GPU runs asynchronously: wait for every queued kernel (the update included). Then
-        # .numpy() copies the value to the host. The first call also traces the tf.function.
-        if on_gpu:
-            tf.test.experimental.sync_devices()
-        value = float(value_t.numpy())
-        return value if train_linear else None  # only linear training has a loss
+            if args.model == "linear":
+                if amp:
+                    keras.mixed_precision.set_global_policy(f"mixed_{amp}")
+                run = linear_step(args, on_gpu)
+            else:
+                run = embeddingbag_step(args, tf.as_dtype(amp or "float32"))
+        train_linear = args.model == "linear" and args.mode == "train"
 
-    ready = kit.run_steps(events, steps=args.steps, samples=args.batch_size, step=step,
-                          t_launch=t_launch, set_up="import, build, data")  # fmt: skip
-    return kit.finish(events, args, ready)
+        def step() -> float | None:
+            with tf.device(device):
+                value_t = run()
+            # A GPU runs asynchronously: wait for every queued kernel (the update included).
+            # Then .numpy() copies the value to the host. The first call also traces the
+            # tf.function.
+            if on_gpu:
+                tf.test.experimental.sync_devices()
+            value = float(value_t.numpy())
+            return value if train_linear else None  # only linear training has a loss
+
+        return step
+
+    def facts(self, args: argparse.Namespace, model: None) -> kit.Facts:
+        on_gpu = self.device == "gpu"
+        return kit.Facts(
+            args.device, device_name(on_gpu),
+            amp_dtype(on_gpu) if args.precision == "amp" else None,
+            tf.config.threading.get_intra_op_parallelism_threads() or None,
+            extra={"keras_version": keras.__version__, **kit.precision_fields(on_gpu)},
+        )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    return kit.micro_main(TensorFlowMicro(), argv)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,12 @@ Best practice (the adapter passes its defaults; see adapters/tensorflow/__init__
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import sys
-import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_shared"))
 import model_math  # noqa: E402
@@ -238,6 +239,23 @@ def usable_data_format(args: argparse.Namespace, device: str) -> tuple[str, str]
     return args.data_format, ""
 
 
+def bert_loss(model: keras.Model, data) -> Callable[[], tf.Tensor]:
+    """BERT pretraining's MLM + NSP loss of the synthetic batch (a training forward)."""
+    input_ids, token_types, mlm_labels, nsp_labels = data
+
+    def loss_fn() -> tf.Tensor:
+        mlm_logits, nsp_logits = model((input_ids, token_types), training=True)
+        keep = tf.cast(mlm_labels != -100, tf.float32)
+        ce = keras.losses.sparse_categorical_crossentropy(
+            tf.maximum(mlm_labels, 0), mlm_logits, from_logits=True
+        )
+        mlm = tf.reduce_sum(ce * keep) / tf.reduce_sum(keep)  # mean over masked positions
+        nsp = keras.losses.sparse_categorical_crossentropy(nsp_labels, nsp_logits, from_logits=True)
+        return mlm + tf.reduce_mean(nsp)
+
+    return loss_fn
+
+
 def make_step(args: argparse.Namespace, model: keras.Model, data, device: str, strategy=None):
     """One training step as step() -> the loss, read back to the host once the step is done."""
     if args.model == "resnet50":
@@ -255,19 +273,7 @@ def make_step(args: argparse.Namespace, model: keras.Model, data, device: str, s
     else:
         optimizer = keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01, epsilon=1e-8)
         l2 = 0.0
-        input_ids, token_types, mlm_labels, nsp_labels = data
-
-        def loss_fn():
-            mlm_logits, nsp_logits = model((input_ids, token_types), training=True)
-            keep = tf.cast(mlm_labels != -100, tf.float32)
-            ce = keras.losses.sparse_categorical_crossentropy(
-                tf.maximum(mlm_labels, 0), mlm_logits, from_logits=True
-            )
-            mlm = tf.reduce_sum(ce * keep) / tf.reduce_sum(keep)  # mean over masked positions
-            nsp = keras.losses.sparse_categorical_crossentropy(
-                nsp_labels, nsp_logits, from_logits=True
-            )
-            return mlm + tf.reduce_mean(nsp)
+        loss_fn = bert_loss(model, data)
 
     if args.precision == "amp" and device == "gpu":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)  # fp16 needs loss scaling
@@ -352,106 +358,116 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return kit.parse_model_args(p, argv, model_math.BERT_BASE["max_positions"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    t_launch = time.monotonic()
-    args = parse_args(argv)
-    if args.gpu_thread_mode and not args.describe:
-        # Read once, when TensorFlow creates its GPU device (common_runtime/gpu/gpu_device.cc);
-        # nothing has created a device yet (the strategy below is the first thing that does).
-        os.environ["TF_GPU_THREAD_MODE"] = args.gpu_thread_mode
-    on_host = kit.ranks_on_host()  # simulated nodes share cores
-    threads = args.threads or (kit.cores_per_rank(on_host) if on_host > 1 else 0)
-    if threads:
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-    # Data parallel across nodes: TF_CONFIG names the workers (one per node, each driving its
-    # local devices); MultiWorkerMirroredStrategy all-reduces the gradients every step.
-    strategy, rank, world, replicas = None, 0, 1, 1
-    if os.environ.get("TF_CONFIG") and not args.describe:
+def device_name(on_gpu: bool) -> str:
+    """The first GPU's name as TensorFlow reports it, or the CPU's."""
+    if not on_gpu:
+        return kit.cpu_name()
+    details = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
+    return details.get("device_name", "GPU")
+
+
+def amp_dtype(on_gpu: bool) -> str:
+    """--precision amp's mixed-precision dtype: fp16 on a GPU (loss scaled), bf16 on a CPU."""
+    return "float16" if on_gpu else "bfloat16"
+
+
+class TensorFlow(kit.Hooks):
+    """This framework's parts of the worker sequence (kit.main runs them)."""
+
+    framework, version, compiler = "tensorflow", tf.__version__, "XLA"
+    label = f"tensorflow {tf.__version__} (keras {keras.__version__})"
+    practice_empty = "none for this model and device"
+    rank, world, device, strategy = 0, 1, "cpu", None
+
+    def parse_args(self, argv: list[str] | None) -> argparse.Namespace:
+        return parse_args(argv)
+
+    def threads(self, args: argparse.Namespace) -> None:
+        if args.gpu_thread_mode and not args.describe:
+            # Read once, when TensorFlow creates its GPU device (common_runtime/gpu/
+            # gpu_device.cc); nothing has created one yet (the strategy is the first that does).
+            os.environ["TF_GPU_THREAD_MODE"] = args.gpu_thread_mode
+        on_host = kit.ranks_on_host()  # simulated nodes share cores
+        threads = args.threads or (kit.cores_per_rank(on_host) if on_host > 1 else 0)
+        if threads:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+
+    def describe(self, args: argparse.Namespace) -> dict[str, object]:
+        return {"params": count_params(build_model(args)),
+                "flops_per_sample": model_math.flops_per_sample(args)}  # fmt: skip
+
+    def cuda_missing(self) -> str | None:
+        if tf.config.list_physical_devices("GPU"):
+            return None
+        return f"TensorFlow {tf.__version__} sees no GPU"
+
+    def place(self, args: argparse.Namespace) -> kit.Place:
+        # Data parallel across nodes: TF_CONFIG names the workers (one per node, each driving
+        # its local devices); MultiWorkerMirroredStrategy all-reduces the gradients every step.
+        if not os.environ.get("TF_CONFIG"):
+            return kit.Place()
         cluster = json.loads(os.environ["TF_CONFIG"])
-        world = len(cluster["cluster"]["worker"])
-        rank = int(cluster["task"]["index"])
+        self.world = len(cluster["cluster"]["worker"])
+        self.rank = int(cluster["task"]["index"])
+        replicas = 1
         if args.mode == "train":  # inference: each worker runs its own model on one device
-            strategy = tf.distribute.MultiWorkerMirroredStrategy()
-            replicas = strategy.num_replicas_in_sync // world
-    events = kit.Events(rank * replicas)  # one file per replica: the first replica's rank
+            self.strategy = tf.distribute.MultiWorkerMirroredStrategy()
+            replicas = self.strategy.num_replicas_in_sync // self.world
+        # One events file per replica: this worker's is its first replica's rank.
+        return kit.Place(self.rank, self.world, self.rank * replicas, replicas)
 
-    if args.describe:
-        model = build_model(args)
-        flops = model_math.flops_per_sample(args)
-        return kit.describe(params=count_params(model), flops_per_sample=flops,
-                            framework_version=tf.__version__)  # fmt: skip
+    def setup(self, args: argparse.Namespace) -> None:
+        self.device = "gpu" if args.device == "cuda" else "cpu"
+        if args.precision == "amp":
+            keras.mixed_precision.set_global_policy(f"mixed_{amp_dtype(self.device == 'gpu')}")
+        if self.device == "gpu":
+            tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
+        if self.strategy is not None and args.xla:
+            raise kit.Unsupported("--xla with several TensorFlow workers")
+        if args.model == "resnet50":
+            args.data_format, fallback = usable_data_format(args, self.device)
+            APPLIED["data_format"] = (
+                f"{args.data_format} ({fallback})" if fallback else args.data_format
+            )
+        if args.gpu_thread_mode:
+            no_gpu = " (no effect: no GPU)" if self.device != "gpu" else ""
+            APPLIED["gpu_thread_mode"] = os.environ["TF_GPU_THREAD_MODE"] + no_gpu
 
-    gpus = tf.config.list_physical_devices("GPU")
-    if args.device == "cuda" and not gpus:
-        return kit.no_device(f"TensorFlow {tf.__version__} sees no GPU")
-    device = "gpu" if args.device == "cuda" else "cpu"
-    amp_dtype = None
-    if args.precision == "amp":
-        amp_dtype = "float16" if device == "gpu" else "bfloat16"
-        keras.mixed_precision.set_global_policy(f"mixed_{amp_dtype}")
-    if device == "gpu":
-        tf.config.experimental.enable_tensor_float_32_execution(False)  # honest fp32
+    def scope(self) -> contextlib.AbstractContextManager:
+        return self.strategy.scope() if self.strategy else tf.device(f"/{self.device}:0")
 
-    if strategy is not None and args.xla:
-        return events.unsupported("--xla with several TensorFlow workers")
-    if args.model == "resnet50":
-        args.data_format, fallback = usable_data_format(args, device)
-        APPLIED["data_format"] = (
-            f"{args.data_format} ({fallback})" if fallback else args.data_format
-        )
-    if args.gpu_thread_mode:
-        no_gpu = " (no effect: no GPU)" if device != "gpu" else ""
-        APPLIED["gpu_thread_mode"] = os.environ["TF_GPU_THREAD_MODE"] + no_gpu
-    tf.keras.utils.set_random_seed(args.seed)  # the same initial weights on every worker
-    scope = strategy.scope() if strategy else tf.device(f"/{device}:0")
-    predict = None
-    with scope:
-        model = build_model(args)
-        args.seed += rank  # each worker its own synthetic batch
-        data = make_data(args)
-        if args.mode == "infer":
-            predict = make_predict(args, model, data, device)
-        else:
-            train_step = make_step(args, model, data, device, strategy)
-    params = count_params(model)
-    flops = model_math.flops_per_sample(args)
-    device_name = kit.cpu_name()
-    if device == "gpu":
-        details = tf.config.experimental.get_device_details(gpus[0])
-        device_name = details.get("device_name", "GPU")
-    intra = tf.config.threading.get_intra_op_parallelism_threads()
-    events.start(
-        "tensorflow",
-        tf.__version__,
-        args,
-        device=args.device,
-        device_name=device_name,
-        params=params,
-        flops_per_sample=flops,
-        amp_dtype=amp_dtype,
-        keras_version=keras.__version__,
-        threads=intra,  # intra-op threads (0: TensorFlow's own choice, one per logical CPU)
-        rank=rank,
-        world_size=strategy.num_replicas_in_sync if strategy else world,
-        practice=APPLIED,
-    )
-    framework = f"tensorflow {tf.__version__} (keras {keras.__version__})"
-    print(kit.start_line(framework, args, params=params, flops=flops,
-                         shape=model_math.shape_text(args), device=args.device,
-                         device_name=device_name, amp_dtype=amp_dtype, compiler="XLA",
-                         threads=intra), flush=True)  # fmt: skip
-    print(kit.practice_text(APPLIED, "none for this model and device"), flush=True)
+    def build(self, args: argparse.Namespace) -> keras.Model:
+        tf.keras.utils.set_random_seed(args.seed)  # the same initial weights on every worker
+        with self.scope():
+            model = build_model(args)
+            args.seed += self.rank  # each worker its own synthetic batch
+            self.data = make_data(args)
+        return model
 
-    if predict is not None:  # predict() returns once the device is done; no loss
+    def make_step(self, args: argparse.Namespace, model: keras.Model) -> Callable[[], float]:
+        with self.scope():
+            return make_step(args, model, self.data, self.device, self.strategy)
 
-        def step() -> None:
-            predict(args.batch_size)
+    def make_predict(self, args: argparse.Namespace, model: keras.Model) -> Callable[[int], float]:
+        with self.scope():
+            return make_predict(args, model, self.data, self.device)
 
-        samples = args.batch_size
-    else:
-        step, samples = train_step, args.batch_size * replicas  # every replica's batch
-    ready = kit.run_steps(events, steps=args.steps, samples=samples, step=step, t_launch=t_launch)
-    return kit.finish(events, args, ready, predict, rank)
+    def facts(self, args: argparse.Namespace, model: keras.Model) -> kit.Facts:
+        on_gpu = self.device == "gpu"
+        strategy = self.strategy
+        return kit.Facts(
+            args.device, device_name(on_gpu),
+            amp_dtype(on_gpu) if args.precision == "amp" else None,
+            # intra-op threads (0: TensorFlow's own choice, one per logical CPU)
+            tf.config.threading.get_intra_op_parallelism_threads(),
+            params=count_params(model), flops=model_math.flops_per_sample(args),
+            practice=APPLIED, world_size=strategy.num_replicas_in_sync if strategy else None,
+            extra={"keras_version": keras.__version__},
+        )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    return kit.main(TensorFlow(), argv)
 
 
 if __name__ == "__main__":
