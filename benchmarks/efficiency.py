@@ -405,7 +405,9 @@ def measure_row(
     return rows
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The command line, checked, with the defaults that depend on the device and the
+    interpreter that runs both sides (dlperf's built env unless --python)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--python", help="interpreter with torch (default: dlperf's built env)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -427,36 +429,32 @@ def main() -> int:
     args = p.parse_args()
     if min(args.repeats, args.max_repeats, args.xla_repeats or 1) < 1:
         p.error("--repeats, --xla-repeats and --max-repeats must be >= 1")
-    cuda = args.device == "cuda"
+    args.modes, args.models = args.modes.split(","), args.models.split(",")
+    known = {m for _, m in SHAPES}
+    unknown = sorted({*args.models} - known) + sorted({*args.modes} - {"eager", "xla"})
+    if unknown:
+        p.error(f"unknown model or mode {', '.join(unknown)}: models resnet50, bert; modes "
+                "eager, xla")  # fmt: skip
     args.shapes = "tiny" if args.tiny else args.device
-    args.skip = args.skip if args.skip is not None else (20 if cuda else 3)
+    args.skip = args.skip if args.skip is not None else (20 if args.device == "cuda" else 3)
     if args.python:
         args.run_env = dict(os.environ)
     else:
         env = ensure_env(get_adapter("pytorch").env_spec(args.device))
         args.python, args.run_env = str(env.python), env.run_env()
-    rows: list[dict] = []
-    started = time.monotonic()
+    return args
+
+
+def measure_rows(args: argparse.Namespace, started: float) -> list[dict]:
+    """Every row of the plan (eager rows first), each a run of rounds of pairs; a row not
+    started before --deadline-s is kept, saying so."""
 
     def past_deadline() -> bool:
         return args.deadline_s is not None and time.monotonic() - started > args.deadline_s
 
-    modes, models = args.modes.split(","), args.models.split(",")
-    unknown = sorted({*models} - {m for _, m in SHAPES}) + sorted({*modes} - {"eager", "xla"})
-    if unknown:
-        p.error(f"unknown model or mode {', '.join(unknown)}: models resnet50, bert; modes "
-                "eager, xla")  # fmt: skip
-    measures = ", ".join(f"{measure_of(args, m)} ({m})" for m in models)
-    print(
-        f"device {args.device}, {'amp' if args.amp else 'fp32'}, shapes {args.shapes}, skip "
-        f"{args.skip}, measure {measures}, {args.repeats} rounds per row (up to "
-        f"{max(args.repeats, args.max_repeats)} while pairs disagree), python "
-        f"{args.python}, dlperf from {Path(dlperf.__file__).parent}",
-        flush=True,
-    )
-    plan = [(m, mode) for mode in modes for m in models]  # eager rows first
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for model, mode in plan:
+        for model, mode in [(m, mode) for mode in args.modes for m in args.models]:
             xla = mode == "xla"
             repeats = args.xla_repeats if xla and args.xla_repeats else args.repeats
             if past_deadline():
@@ -467,7 +465,11 @@ def main() -> int:
             results = Path(tmp) / f"{model}-{mode}"
             most = max(repeats, args.max_repeats)
             rows += measure_row(args, model, mode, repeats, most, results, past_deadline)
-    print(f"({time.monotonic() - started:.0f} s)")
+    return rows
+
+
+def print_rows(rows: list[dict]) -> None:
+    """The table, what its columns mean, and how many rows are noisy or had busy pairs."""
     print()
     print(table(rows))
     print()
@@ -484,6 +486,22 @@ def main() -> int:
     noisy = sum(1 for s in measured if s["noisy"])
     busy = sum(1 for s in measured if s["busy_pairs"])
     print(f"{noisy} of {len(measured)} rows noisy, {busy} with busy pairs")
+
+
+def main() -> int:
+    args = parse_args()
+    measures = ", ".join(f"{measure_of(args, m)} ({m})" for m in args.models)
+    print(
+        f"device {args.device}, {'amp' if args.amp else 'fp32'}, shapes {args.shapes}, skip "
+        f"{args.skip}, measure {measures}, {args.repeats} rounds per row (up to "
+        f"{max(args.repeats, args.max_repeats)} while pairs disagree), python "
+        f"{args.python}, dlperf from {Path(dlperf.__file__).parent}",
+        flush=True,
+    )
+    started = time.monotonic()
+    rows = measure_rows(args, started)
+    print(f"({time.monotonic() - started:.0f} s)")
+    print_rows(rows)
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=2) + "\n")
     return 0

@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -161,7 +162,7 @@ def dlperf_model(args: argparse.Namespace) -> nn.Module:
 # --------------------------------------------------------------------------- loop
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=("resnet50", "bert"), required=True)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -187,6 +188,87 @@ def main() -> int:
     args = p.parse_args()
     if args.model_source == "dlperf" and not args.workload:
         p.error("--model-source dlperf needs --workload (dlperf's adapters/pytorch/workload.py)")
+    return args
+
+
+Task = tuple[nn.Module, str, torch.optim.Optimizer, Callable[[nn.Module], torch.Tensor]]
+
+
+def resnet_task(args: argparse.Namespace, device: torch.device, fused: dict) -> Task:
+    """ResNet50 with SGD on one batch of random images: model, its name, optimizer, loss."""
+    if args.model_source == "dlperf":
+        model, what = dlperf_model(args), "dlperf ResNet50 class"
+    else:
+        model, what = resnet50_v15(), "torchvision-style resnet50"
+    fmt = torch.channels_last if args.channels_last else torch.contiguous_format
+    model = model.to(device, memory_format=fmt)
+    b = args.batch_size
+    images = torch.randn(b, 3, args.image_size, args.image_size, device=device)
+    images = images.contiguous(memory_format=fmt)
+    labels = torch.randint(0, 1000, (b,), device=device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4, **fused)
+
+    def loss_of(m: nn.Module) -> torch.Tensor:
+        return F.cross_entropy(m(images), labels)
+
+    return model, what, opt, loss_of
+
+
+def bert_task(args: argparse.Namespace, device: torch.device, fused: dict) -> Task:
+    """BERT-base pretraining with AdamW on one batch of random tokens (MLM + NSP losses)."""
+    b, s = args.batch_size, args.seq_len
+    ids = torch.randint(0, VOCAB, (b, s), device=device)
+    types = torch.zeros(b, s, dtype=torch.long, device=device)
+    mask = torch.ones(b, s, dtype=torch.long, device=device)
+    mlm_labels = torch.where(torch.rand(b, s, device=device) < 0.15, ids, -100)
+    nsp_labels = torch.randint(0, 2, (b,), device=device)
+    given_mask = mask if args.bert_mask == "ones" else None
+    if args.model_source == "dlperf":
+        model, what = dlperf_model(args), "dlperf BERT class"
+        if given_mask is not None:
+            given_mask = given_mask.bool()[:, None, None, :]
+    else:
+        model, what = bert_base()
+    model = model.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, **fused)
+    hf = type(model).__module__.startswith("transformers")
+
+    def loss_of(m: nn.Module) -> torch.Tensor:
+        if hf:
+            out = m(input_ids=ids, token_type_ids=types, attention_mask=given_mask)
+            mlm, nsp = out.prediction_logits, out.seq_relationship_logits
+        else:
+            mlm, nsp = m(ids, types, given_mask)
+        return F.cross_entropy(mlm.view(-1, VOCAB), mlm_labels.view(-1)) + F.cross_entropy(
+            nsp, nsp_labels
+        )
+
+    return model, what, opt, loss_of
+
+
+def timed(step: Callable[[], torch.Tensor], cuda: bool, skip: int, measure: int) -> float:
+    """Seconds for `measure` steps after `skip` warm-up steps, as dlperf's window: it starts
+    when step `skip` has finished (its loss read back, the device synchronised)."""
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    for _ in range(skip):
+        last = step()
+    if skip:
+        last.item()
+    sync()
+    start = time.perf_counter()
+    for _ in range(measure):
+        last = step()
+    last.item()
+    sync()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    args = parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -196,54 +278,9 @@ def main() -> int:
     if args.channels_last is None:  # on a CPU it pays off from 112 px up (measured)
         args.channels_last = int(cuda or args.image_size >= 112)
     torch.manual_seed(0)
-    b = args.batch_size
     fused = {"fused": True} if args.fused else {}
-
-    if args.model == "resnet50":
-        if args.model_source == "dlperf":
-            model = dlperf_model(args)
-            what = "dlperf ResNet50 class"
-        else:
-            model, what = resnet50_v15(), "torchvision-style resnet50"
-        fmt = torch.channels_last if args.channels_last else torch.contiguous_format
-        model = model.to(device, memory_format=fmt)
-        images = torch.randn(b, 3, args.image_size, args.image_size, device=device)
-        images = images.contiguous(memory_format=fmt)
-        labels = torch.randint(0, 1000, (b,), device=device)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4, **fused)
-
-        def loss_of(m: nn.Module) -> torch.Tensor:
-            return F.cross_entropy(m(images), labels)
-
-    else:
-        s = args.seq_len
-        ids = torch.randint(0, VOCAB, (b, s), device=device)
-        types = torch.zeros(b, s, dtype=torch.long, device=device)
-        mask = torch.ones(b, s, dtype=torch.long, device=device)
-        mlm_labels = torch.where(torch.rand(b, s, device=device) < 0.15, ids, -100)
-        nsp_labels = torch.randint(0, 2, (b,), device=device)
-        given_mask = mask if args.bert_mask == "ones" else None
-        if args.model_source == "dlperf":
-            model = dlperf_model(args)
-            what = "dlperf BERT class"
-            if given_mask is not None:
-                given_mask = given_mask.bool()[:, None, None, :]
-        else:
-            model, what = bert_base()
-        model = model.to(device)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, **fused)
-        hf = type(model).__module__.startswith("transformers")
-
-        def loss_of(m: nn.Module) -> torch.Tensor:
-            if hf:
-                out = m(input_ids=ids, token_type_ids=types, attention_mask=given_mask)
-                mlm, nsp = out.prediction_logits, out.seq_relationship_logits
-            else:
-                mlm, nsp = m(ids, types, given_mask)
-            return F.cross_entropy(mlm.view(-1, VOCAB), mlm_labels.view(-1)) + F.cross_entropy(
-                nsp, nsp_labels
-            )
-
+    task = resnet_task if args.model == "resnet50" else bert_task
+    model, what, opt, loss_of = task(args, device, fused)
     model.train()
     run = torch.compile(model) if args.xla else model
     amp_dtype = torch.float16 if cuda else torch.bfloat16
@@ -263,34 +300,15 @@ def main() -> int:
             opt.step()
         return loss
 
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize()
-
-    for _ in range(args.skip):  # as dlperf's window: it starts when step `skip` has finished
-        last = step()
-    if args.skip:
-        last.item()
-    sync()
-    start = time.perf_counter()
-    for _ in range(args.measure):
-        last = step()
-    last.item()
-    sync()
-    elapsed = time.perf_counter() - start
-    params = sum(p.numel() for p in model.parameters())
-    print(
-        json.dumps(
-            {
-                "throughput": args.measure * b / elapsed,
-                "model": what,
-                "params": params,
-                "torch": torch.__version__,
-                "threads": torch.get_num_threads(),
-            }
-        ),
-        flush=True,
-    )
+    elapsed = timed(step, cuda, args.skip, args.measure)
+    facts = {
+        "throughput": args.measure * args.batch_size / elapsed,
+        "model": what,
+        "params": sum(p.numel() for p in model.parameters()),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
+    print(json.dumps(facts), flush=True)
     return 0
 
 

@@ -26,6 +26,8 @@ from dlperf.importers import imported_result
 from dlperf.published import NO_MFU, NO_SCORE, SUITE
 from dlperf.schema import (
     BenchmarkSpec,
+    Environment,
+    Metrics,
     PeerStat,
     Repeat,
     RepeatStatus,
@@ -449,47 +451,67 @@ def finished(
 ) -> Result:
     """`result` with MLPerf's score, the system's description in its environment, and its
     status by MLPerf's rules: ok when MLPerf gives the benchmark a score."""
-    from importlib.metadata import version
-
-    system = folder.system
-    ok = sum(r.status == RepeatStatus.ok for r in result.repeats)
-    peer = {}
+    ok = any(r.status == RepeatStatus.ok for r in result.repeats)
+    metrics, no_mfu = plausible_mfu(result)
+    peer = dict(metrics.peer)
     if score is not None:
-        scaled = (
-            f" x scaling.json's factor {factor:.6g}"
-            if (folder.path / "scaling.json").is_file()
-            else " (no scaling.json: unscaled)"
-        )
-        rule = (
-            f"MLPerf Training's score: the olympic mean of the runs' time to train "
-            f"(run_start to run_stop), the fastest and the slowest dropped{scaled}, by "
-            f"mlperf-logging {version('mlperf-logging')}'s result summarizer (rules "
-            f"{folder.ruleset})"
-        )
-        peer = {"score": PeerStat(value=score, unit="min", rule=rule)}
-    warnings = [*result.warnings, *why_not]
-    metrics = result.metrics
-    if metrics.mfu is not None and metrics.mfu > 1:
-        # BERT at MLPerf's 512 tokens: submissions drop the padding (over half the tokens of
-        # MLPerf's BERT data), and the log does not say how many tokens they computed.
-        warnings.append(
-            f"{NO_MFU}at the {result.model.flops_per_sample / 1e9:.4g} GFLOP per sample dlperf "
-            f"counts it would be {metrics.mfu:.0%} of {metrics.peak_source}; the submission "
-            "computed less than that per sample (it skips padding), and its log does not say "
-            "how much"
-        )
-        metrics = metrics.model_copy(update={"mfu": None, "achieved_flops": None})
+        rule = score_rule(folder, factor)
+        peer[SUITE] = {"score": PeerStat(value=score, unit="min", rule=rule)}
+    metrics = metrics.model_copy(
+        update={"score": score, "score_unit": "min" if score is not None else None, "peer": peer}
+    )
     status = ResultStatus.ok if score is not None else (
         ResultStatus.partial if ok else ResultStatus.failed
     )  # fmt: skip
-    metrics = metrics.model_copy(
+    job = result.job.model_copy(update={"global_batch": global_batch or result.spec.global_batch})
+    return result.model_copy(
         update={
-            "score": score,
-            "score_unit": "min" if score is not None else None,
-            "peer": {**result.metrics.peer, **({SUITE: peer} if peer else {})},
+            "status": status,
+            "metrics": metrics,
+            "environment": system_environment(result, folder),
+            "warnings": [*result.warnings, *why_not, *no_mfu],
+            "job": job,
         }
     )
-    environment = result.environment.model_copy(
+
+
+def score_rule(folder: Folder, factor: float) -> str:
+    """How MLPerf's score was computed, in words, shown wherever the score is."""
+    from importlib.metadata import version
+
+    scaled = (
+        f" x scaling.json's factor {factor:.6g}"
+        if (folder.path / "scaling.json").is_file()
+        else " (no scaling.json: unscaled)"
+    )
+    return (
+        f"MLPerf Training's score: the olympic mean of the runs' time to train "
+        f"(run_start to run_stop), the fastest and the slowest dropped{scaled}, by "
+        f"mlperf-logging {version('mlperf-logging')}'s result summarizer (rules "
+        f"{folder.ruleset})"
+    )
+
+
+def plausible_mfu(result: Result) -> tuple[Metrics, list[str]]:
+    """The metrics without an MFU above 100%, and the warning that says why it went. BERT at
+    MLPerf's 512 tokens: submissions drop the padding (over half the tokens of MLPerf's BERT
+    data), and the log does not say how many tokens they computed."""
+    m = result.metrics
+    if m.mfu is None or m.mfu <= 1:
+        return m, []
+    why = (
+        f"{NO_MFU}at the {result.model.flops_per_sample / 1e9:.4g} GFLOP per sample dlperf "
+        f"counts it would be {m.mfu:.0%} of {m.peak_source}; the submission computed less "
+        "than that per sample (it skips padding), and its log does not say how much"
+    )
+    return m.model_copy(update={"mfu": None, "achieved_flops": None}), [why]
+
+
+def system_environment(result: Result, folder: Folder) -> Environment:
+    """The imported environment with the submitter's system description: its name, OS, host
+    CPU, accelerators and interconnect."""
+    system = folder.system
+    return result.environment.model_copy(
         update={
             "host": str(system.get("system_name") or folder.path.parent.name),
             "os": str(system.get("operating_system") or "unknown"),
@@ -497,16 +519,6 @@ def finished(
             "gpu": result.environment.device_name,
             "gpu_count": result.spec.world_size,
             "interconnect": system.get("accelerator_interconnect") or None,
-        }
-    )
-    job = result.job.model_copy(update={"global_batch": global_batch or result.spec.global_batch})
-    return result.model_copy(
-        update={
-            "status": status,
-            "metrics": metrics,
-            "environment": environment,
-            "warnings": warnings,
-            "job": job,
         }
     )
 
