@@ -23,6 +23,15 @@ SUSPECT_EFFICIENCY = 1.05
 Baseline = Callable[[Result], Result | None]
 
 
+def per_device(result: Result) -> float | None:
+    """Samples/s per device (accelerator): the whole job's median over its world size; None
+    without a throughput."""
+    t = result.metrics.throughput
+    if t is None or result.status == ResultStatus.failed:
+        return None
+    return t.median / result.spec.world_size
+
+
 def scaling_efficiency(result: Result, base: Result | None) -> float | None:
     """Median throughput / (world size x the 1x1 median): 1.0 is linear scaling."""
     t = result.metrics.throughput

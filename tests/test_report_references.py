@@ -18,12 +18,13 @@ from test_report import make_result
 from test_untrusted_text import QUIET_PORT, SHOWN, check_markdown
 from untrusted import CLOSE, OPEN, payload
 
+from dlperf.analysis import per_device
 from dlperf.importers.mlperf_training import import_folders
 from dlperf.published import NO_MFU, is_published_reference
 from dlperf.report import render_model_report
 from dlperf.report._data import by_machine, chart_files, select
 from dlperf.report.markdown import NO_OWN_RESULTS
-from dlperf.report.references import TITLE, per_device
+from dlperf.report.references import TITLE
 from dlperf.report.site import render_index_page, render_model_page
 from dlperf.report.writer import render_index
 from dlperf.schema import Result

@@ -12,6 +12,7 @@ from rich.markup import escape as esc
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from dlperf.analysis import per_device
 from dlperf.cli.output import console, indented, print_whole, whole_column
 from dlperf.published import is_published_reference
 from dlperf.stats import ci_text
@@ -48,7 +49,7 @@ def headline(result) -> str:
         run, lg = result.repeats[0].loadgen, m.loadgen_metric
         return f"{name} {run.scenario}: {run.metric} {lg.median:.6g} {lg.unit} ({valid})"
     if m.score is not None and is_published_reference(result):
-        per = m.throughput.median / s.world_size if m.throughput else None
+        per = per_device(result)
         each = f", {per:.0f} samples/s per accelerator" if per else ""
         return f"{name}: MLPerf score {m.score:.6g} {m.score_unit}{each}"
     if m.score is not None:

@@ -11,6 +11,7 @@ and the MFU. The system (accelerators, nodes, framework) comes from the submitte
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import logging
@@ -143,12 +144,15 @@ def system_description(folder: Path) -> Path:
     )
 
 
-def supported_rulesets() -> list[str]:
+@functools.cache
+def supported_rulesets() -> tuple[str, ...]:
+    """The training rulesets mlperf-logging's checker has rules for (asked once: a round's
+    tree holds hundreds of benchmark folders)."""
     from mlperf_logging import compliance_checker
 
     here = Path(compliance_checker.__file__).parent
     found = [p.name.removeprefix("training_") for p in here.glob("training_*.*.*")]
-    return sorted((r for r in found if re.fullmatch(r"\d+\.\d+\.\d+", r)), key=_version)
+    return tuple(sorted((r for r in found if re.fullmatch(r"\d+\.\d+\.\d+", r)), key=_version))
 
 
 def _version(ruleset: str) -> tuple[int, ...]:
@@ -364,13 +368,15 @@ def run_repeat(index: int, run: TrainingRun, workload: dict[str, Any], readable:
 # --------------------------------------------------------------------------------------------
 
 
-def mlperf_score(benchmark: str, folder: Folder) -> tuple[float | None, float, list[str]]:
+def mlperf_score(
+    benchmark: str, folder: Folder, runs: int
+) -> tuple[float | None, float, list[str]]:
     """(score in minutes or None, scaling factor, why there is none) by mlperf-logging's result
-    summarizer, with MLPerf's required number of runs for the benchmark."""
+    summarizer over the folder's `runs` result files, with MLPerf's required number of runs for
+    the benchmark."""
     from mlperf_logging.benchmark_meta import get_result_file_counts
     from mlperf_logging.result_summarizer import result_summarizer
 
-    runs = len(list(folder.path.glob(RESULT_FILES)))
     required = get_result_file_counts("training").get(benchmark)
     with quiet():
         try:
@@ -437,7 +443,7 @@ def folder_result(folder: Folder) -> Result:
         run = with_throughput(run, benchmark, lines)
         repeats.append(run_repeat(i, run, workload, readable=bool(lines)))
     result = imported_result(spec, repeats)
-    score, factor, why_not = mlperf_score(benchmark, folder)
+    score, factor, why_not = mlperf_score(benchmark, folder, len(files))
     return finished(result, folder, score, factor, why_not, global_batch)
 
 

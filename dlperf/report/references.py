@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from dlperf.analysis import per_device
 from dlperf.identity import benchmark_id
 from dlperf.published import NO_MFU, NO_SCORE, is_published_reference, why_missing
 from dlperf.report._data import file_stem, headlines
 from dlperf.report.cells import DASH, code, table, text
 from dlperf.report.tables import heading
-from dlperf.schema import Result, ResultStatus
+from dlperf.schema import Result
 from dlperf.store import newest
 from dlperf.system import gpu_model
 
@@ -37,14 +38,6 @@ NOTE = (
 def published_references(results: Iterable[Result], model: str) -> list[Result]:
     """The newest published result of each of `model`'s published benchmarks."""
     return newest(r for r in results if r.spec.model == model and is_published_reference(r))
-
-
-def per_device(result: Result) -> float | None:
-    """Samples/s per accelerator (device): the whole job's median over its world size."""
-    t = result.metrics.throughput
-    if t is None or result.status == ResultStatus.failed:
-        return None
-    return t.median / result.spec.world_size
 
 
 def accelerator_name(result: Result) -> str:
