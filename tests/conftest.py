@@ -1,4 +1,5 @@
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,20 @@ def fixtures() -> Path:
     if found is None:
         pytest.skip("no ../shared/fixtures beside the project and DLPERF_FIXTURES is unset")
     return found
+
+
+@pytest.fixture
+def foreground_sigint():
+    """SIGINT as a foreground terminal delivers it, for this test and the processes it starts.
+
+    A shell starts a background job (`bash scripts/test &`, a CI runner, nohup) with SIGINT
+    ignored; children inherit that, and Python then never turns SIGINT into KeyboardInterrupt,
+    rightly: Ctrl-C in the terminal is not meant for a background job. A test that means Ctrl-C
+    restores Python's handler here; a child started meanwhile gets SIGINT at its default (a
+    handler is reset by exec, an ignored signal is not)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def throughput_from_marks(repeat, cwd: Path | None = None) -> tuple[float, list[float]]:
@@ -49,6 +64,25 @@ def throughput_from_marks(repeat, cwd: Path | None = None) -> tuple[float, list[
         samples += sum(marks[s][1] for s in range(start + 1, end + 1))
         elapsed.append(marks[end][0] - marks[start][0])
     return samples / max(elapsed), elapsed
+
+
+def check_mfu(result) -> None:
+    """A CPU run's MFU, or the honest absence of one: dlperf measures a CPU's peak only on an
+    idle machine (a busy one measures it low), so on a busy machine `peak_flops` and `mfu` are
+    None and the result says why. Either way the arithmetic holds."""
+    import pytest
+
+    from dlperf.system import cpu_peak
+
+    m = result.metrics
+    assert m.achieved_flops == pytest.approx(result.model.flops_per_sample * m.throughput.median)
+    if m.peak_flops is None:
+        assert m.mfu is None
+        assert any("no MFU" in w and "busy" in w for w in result.warnings), result.warnings
+        assert cpu_peak()["under_load"]  # the one measurement this process made was loaded
+    else:
+        assert "GEMM" in m.peak_source and 0 < m.mfu < 2
+        assert m.mfu == pytest.approx(m.achieved_flops / m.peak_flops)
 
 
 def workload_processes(root: Path, within_s: float = 10.0) -> list[str]:

@@ -120,7 +120,7 @@ def _all_end(procs, within_s: float = 30.0) -> list:
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
 @pytest.mark.parametrize("after_repeats", [0, 1])
 def test_a_signal_stops_the_workload_and_keeps_the_finished_repeats(
-    tmp_path, signame, after_repeats
+    tmp_path, signame, after_repeats, foreground_sigint
 ):
     import signal
 

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import check_mfu
 
 from dlperf.adapters import get_adapter
 from dlperf.envs import ensure_env
@@ -62,7 +63,8 @@ def test_smoke_run_trains_and_reports_the_model(tmp_path, framework, model, para
     assert flops_range[0] < result.model.flops_per_sample < flops_range[1]
     assert result.environment.framework_version
     assert result.metrics.throughput.median > 0
-    assert result.metrics.achieved_flops > 0 and 0 < result.metrics.mfu < 2
+    assert result.metrics.achieved_flops > 0
+    check_mfu(result)  # or the reason there is none: measured on a busy machine
     stored = json.loads(path.read_text())
     assert stored["spec"]["batch_size"] == spec.batch_size
     for repeat in result.repeats:

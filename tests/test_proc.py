@@ -245,7 +245,7 @@ def test_child_ignoring_sigterm_is_sigkilled_after_grace(tmp_path: Path) -> None
     assert "(SIGTERM, then SIGKILL after 0.5 s)" in (tmp_path / "run.log").read_text()
 
 
-def test_keyboard_interrupt_kills_group_and_reraises(tmp_path: Path) -> None:
+def test_keyboard_interrupt_kills_group_and_reraises(tmp_path: Path, foreground_sigint) -> None:
     log = tmp_path / "run.log"
     lines: list[str] = []
     code = """

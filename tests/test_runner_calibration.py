@@ -105,13 +105,70 @@ def test_marks_that_disagree_with_the_host_clock_are_flagged(tmp_path):
     assert any("may not wait for the device" in w for w in r.warnings)
 
 
-def test_flops_give_achieved_flops_and_mfu_against_the_cpu_peak(tmp_path):
+def _home_with_a_measured_peak(home: Path, flops: float) -> None:
+    """A DLPERF_HOME whose machine.json holds this CPU's peak as `dlperf doctor
+    --measure-peak` caches it after measuring on an idle machine."""
+    from dlperf import system
+
+    logical = psutil.cpu_count(logical=True)
+    key = system._cpu_peak_key(system.cpu_model(), logical)
+    entry = {"flops": flops, "source": "measured fp32 GEMM (numpy, n=1024)", "under_load": False}
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "machine.json").write_text(json.dumps({"cpu_peak": {key: entry}}))
+
+
+def test_flops_give_achieved_flops_and_mfu_against_the_cpu_peak(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLPERF_HOME", str(tmp_path / "home"))
+    _home_with_a_measured_peak(tmp_path / "home", 2.5e11)
     s = spec(options={"step_ms": "20", "flops_per_sample": "1e6"})
     result, _ = run_benchmark(check_run(s), tmp_path)
     m = result.metrics
     assert m.achieved_flops == pytest.approx(1e6 * result.metrics.throughput.median)
-    assert m.peak_flops > 0 and "GEMM" in m.peak_source
-    assert m.mfu == pytest.approx(m.achieved_flops / m.peak_flops)
+    assert m.peak_flops == 2.5e11 and "GEMM" in m.peak_source
+    assert m.mfu == pytest.approx(m.achieved_flops / 2.5e11)
+    assert not [w for w in result.warnings if "MFU" in w]
+
+
+@pytest.fixture
+def busy_machine():
+    """Every CPU busy for real: twice as many spinning processes as there are CPUs, each
+    already burning CPU when the fixture returns."""
+    count = 2 * (psutil.cpu_count(logical=True) or 1)
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        for p in spinners:  # running, not still starting up: each has used CPU time
+            proc = psutil.Process(p.pid)
+            while sum(proc.cpu_times()[:2]) < 0.05:
+                assert p.poll() is None
+                proc.cpu_percent(interval=0.05)
+        yield count
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+
+
+def test_a_peak_measured_on_a_busy_machine_is_neither_cached_nor_used(
+    tmp_path, monkeypatch, busy_machine
+):
+    """The CPU peak under real load: measured low, so flagged, never cached, never an MFU's
+    denominator; a run then stores no MFU and says why."""
+    from dlperf import system
+
+    monkeypatch.setattr(system, "_UNCACHED_PEAKS", {})  # this process measures afresh
+    monkeypatch.setenv("DLPERF_HOME", str(tmp_path / "home"))
+    peak = system.cpu_peak(cache_dir=tmp_path / "home")
+    assert peak["under_load"] and peak["other_share"] > system.BUSY_SHARE, peak
+    assert peak["flops"] > 0
+    assert not (tmp_path / "home" / "machine.json").exists()
+    assert system.peak_flops("cpu", None, "fp32") is None
+    s = spec(options={"step_ms": "20", "flops_per_sample": "1e6"}, repeats=1)
+    result, _ = run_benchmark(check_run(s), tmp_path)
+    m = result.metrics
+    assert m.achieved_flops == pytest.approx(1e6 * m.throughput.median)
+    assert m.peak_flops is None and m.mfu is None
+    assert any("no MFU" in w and "busy" in w for w in result.warnings), result.warnings
+    assert not (tmp_path / "home" / "machine.json").exists()
 
 
 def test_bad_input_is_refused_before_anything_runs():
