@@ -16,6 +16,7 @@ import functools
 import json
 import os
 import socket
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,16 +155,71 @@ def check_writable(folder: Path, what: str) -> None:
                 probe.unlink()
 
 
+class NotALockFile(StorageError):
+    """Something other than a plain file of its own sits where a lock file goes (a symbolic
+    link, a folder, a FIFO, a device, a file with other names): dlperf neither follows nor
+    writes it, so a link planted there cannot make it empty or overwrite the file it names."""
+
+
+# Never follow a link, never take a terminal as the controlling one, never wait on a FIFO with
+# no reader (O_NONBLOCK: such an open fails at once, where a plain open() blocks forever).
+_LOCK_OPEN = (
+    os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NOCTTY | os.O_NONBLOCK
+    | os.O_CLOEXEC
+)  # fmt: skip
+
+
+def _not_a_lock_file(path: Path, mode: int, links: int = 1) -> NotALockFile:
+    kind = (
+        "a symbolic link" if stat.S_ISLNK(mode)
+        else "a folder" if stat.S_ISDIR(mode)
+        else "a FIFO" if stat.S_ISFIFO(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else f"a file with {links} names (hard links)"
+    )  # fmt: skip
+    return NotALockFile(
+        f"{path} is {kind}, not a lock file dlperf made: left as it is; remove it if nothing "
+        "of yours needs it"
+    )
+
+
 def try_lock(path: Path) -> IO[bytes] | None:
     """An exclusive lock on `path` (created if needed), or None when another process holds it.
 
     The lock lasts while the returned file stays open, and ends with the process however it
-    ends (kill -9 included), so a lock file never outlives its owner's claim.
+    ends (kill -9 included), so a lock file never outlives its owner's claim. A lock file is
+    written ("held by pid ..."), so whatever else sits at `path` is refused with `NotALockFile`
+    before anything is written: looked at without following it, then opened without following
+    it, and checked again once open (it may have been swapped in between).
     """
     try:
-        handle = open(path, "ab")  # noqa: SIM115 - the open file is the lock
+        found = os.lstat(path)
+    except FileNotFoundError:
+        pass
     except OSError as exc:
         raise storage_error(path, exc) from None
+    else:  # refused before it is opened: opening a device or a FIFO may act on it
+        if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
+            raise _not_a_lock_file(path, found.st_mode, found.st_nlink)
+    try:
+        fd = os.open(path, _LOCK_OPEN, 0o666)  # the umask applies, as with open()
+    except OSError as exc:
+        # Swapped in after the look: a link (ELOOP), a folder, a FIFO with no reader (ENXIO).
+        swapped = None
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            with contextlib.suppress(OSError):
+                swapped = os.lstat(path).st_mode
+        if swapped is not None and not stat.S_ISREG(swapped):
+            raise _not_a_lock_file(path, swapped) from None
+        raise storage_error(path, exc) from None
+    handle = os.fdopen(fd, "ab")
+    opened = os.fstat(fd)
+    # More than one name: a hard link to someone's file. No name left (0) is fine: the sweep
+    # that held it removed it as it ended, and the state file, not the lock, decides a claim.
+    if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:
+        handle.close()
+        raise _not_a_lock_file(path, opened.st_mode, opened.st_nlink)
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

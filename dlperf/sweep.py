@@ -38,11 +38,14 @@ takes a list (the plural ones, and xla) is one more dimension of the matrix. Exa
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import re
+import stat
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +58,7 @@ from dlperf.adapter import WorkloadOption
 from dlperf.adapters import get_adapter
 from dlperf.assemble import new_result_id
 from dlperf.files import (
+    NotALockFile,
     StorageError,
     atomic_write,
     atomic_write_json,
@@ -342,9 +346,15 @@ class SweepLock:
         self.path = self.dir / f"{self.owner}.lock"
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
+            mode = os.lstat(self.dir).st_mode
         except OSError as exc:
             raise storage_error(self.dir, exc) from None
-        handle = try_lock(self.path)
+        if not stat.S_ISDIR(mode):  # a link there would put (and remove) locks elsewhere
+            raise StorageError(
+                f"{self.dir} is not a folder (a symbolic link?): dlperf keeps its sweeps' locks "
+                "in a folder of its own there; remove it and run the sweep again"
+            )
+        handle = try_lock(self.path)  # NotALockFile: refused, never followed
         if handle is None:  # a fresh name: only another process with the same name and pid
             raise StorageError(f"cannot lock {self.path}: another process holds it")
         self.handle: IO[bytes] | None = handle
@@ -358,7 +368,8 @@ class SweepLock:
         """End the sweep's claim: its unfinished attempts are free to resume at once. The file
         goes before the lock, so no other sweep ever takes a new file for this owner's."""
         if self.handle is not None:
-            self.path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a folder put there since: left to the user
+                self.path.unlink(missing_ok=True)
             self.handle.close()
             self.handle = None
 
@@ -393,7 +404,9 @@ def _resume_state(results_dir: Path, spec: BenchmarkSpec, sweep: SweepLock) -> _
     abandoned one (the lock dies with its process, kill -9 included). To claim one, a sweep
     takes the dead owner's lock (created anew if the owner removed it), reads the state again
     and, if the owner is still the same, writes itself in: two sweeps never claim one attempt.
-    Unreadable state or repeat files are passed over.
+    Unreadable state or repeat files are passed over, and so is an attempt whose lock path holds
+    anything but a lock file (a link, a folder, a FIFO): it is warned about and left as it is,
+    never followed or written, and the sweep measures that configuration anew.
     """
     folder = ResultStore(results_dir).folder(spec)
     wanted = json.loads(spec.model_dump_json())
@@ -403,7 +416,11 @@ def _resume_state(results_dir: Path, spec: BenchmarkSpec, sweep: SweepLock) -> _
             continue
         owner = saved.get("owner")
         lock_path = sweep.owner_lock(owner, state.parent)
-        lock = try_lock(lock_path)
+        try:
+            lock = try_lock(lock_path)
+        except NotALockFile as exc:
+            warnings.warn(f"{exc}; the attempt {state.parent} is not resumed", stacklevel=2)
+            continue
         if lock is None:
             continue  # a live sweep's
         try:
@@ -412,7 +429,8 @@ def _resume_state(results_dir: Path, spec: BenchmarkSpec, sweep: SweepLock) -> _
                 continue  # finished, or claimed by another sweep while we looked
             atomic_write_json(state, {"spec": wanted, "owner": sweep.owner})
         finally:  # the dead owner's lock file: its claim is over
-            lock_path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # unlink never follows a link swapped in since
+                lock_path.unlink(missing_ok=True)
             lock.close()
         done = {}
         for path in state.parent.glob("repeat-*.json"):

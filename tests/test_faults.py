@@ -329,3 +329,155 @@ def test_a_frozen_sweeps_attempts_are_left_alone_and_a_killed_ones_resumed(tmp_p
     assert sorted(r.id for r in stored) == a_attempts  # C finished A's attempts
     assert all([x.index for x in r.repeats] == [1, 2] for r in stored)
     assert not list(results.rglob(STATE_FILE)) and not list((results / ".sweeps").iterdir())
+
+
+# --------------------------------------------------------------------------------------------
+# what sits at a lock path is never followed or written (issue 30, row 3)
+
+VICTIM = b"a file of the user's that no sweep may touch\n"
+
+
+@pytest.fixture(scope="module")
+def dead_sweep(tmp_path_factory) -> tuple[Path, str]:
+    """A results folder a real sweep left when it was killed (-9) after its first repeat
+    (of three): its attempt's state names it as owner, and its `.sweeps/<owner>.lock` outlives
+    it. Returns the folder and the attempt's folder, relative to it."""
+    import psutil
+
+    from dlperf.sweep import STATE_FILE
+
+    where = tmp_path_factory.mktemp("dead-sweep")
+    (where / "s.toml").write_text(SWEEP.replace('"300"', '"100"'))
+    results = where / "results"
+    proc = dlperf("sweep", "s.toml", cwd=where)
+    try:
+        wait_for(lambda: any(results.rglob("repeat-1.json")), "repeat 1 saved")
+        helpers = psutil.Process(proc.pid).children(recursive=True)  # workload, guard
+    finally:
+        proc.kill()
+        proc.communicate()
+    _, alive = psutil.wait_procs(helpers, timeout=120)  # the guard ends the orphaned workload
+    assert not alive, alive
+    (state,) = results.rglob(STATE_FILE)
+    owner = json.loads(state.read_text())["owner"]
+    assert owner.endswith(f"-{proc.pid}")  # the dead process
+    assert (results / ".sweeps" / f"{owner}.lock").is_file()  # kill -9 left it behind
+    return results, str(state.parent.relative_to(results))
+
+
+def fault_at(path: Path, fault: str, victim: Path) -> None:
+    """Put `fault` where a lock file goes: a link to `victim`, a folder, a FIFO (or nothing
+    but what is there: "none")."""
+    if fault == "none":
+        return
+    path.unlink(missing_ok=True)
+    if fault == "symlink":
+        path.symlink_to(victim)
+    elif fault == "folder":
+        path.mkdir()
+        (path / "kept").write_bytes(VICTIM)
+    elif fault == "fifo":
+        os.mkfifo(path)
+
+
+def fault_is_intact(path: Path, fault: str, victim: Path) -> bool:
+    import stat
+
+    mode = os.lstat(path).st_mode
+    return {
+        "symlink": stat.S_ISLNK(mode) and os.readlink(path) == str(victim),
+        "folder": stat.S_ISDIR(mode) and (path / "kept").read_bytes() == VICTIM,
+        "fifo": stat.S_ISFIFO(mode),
+    }[fault]
+
+
+@pytest.mark.parametrize("fault", ["none", "symlink", "folder", "fifo"])
+@pytest.mark.parametrize("lock", ["owner", "attempt"])
+def test_a_lock_path_holding_a_link_folder_or_fifo_is_passed_over_untouched(
+    tmp_path, dead_sweep, lock, fault
+):
+    """The dead sweep's lock (`.sweeps/<owner>.lock`, or an older dlperf's `sweep.lock` in the
+    attempt) replaced by a link to a file of the user's, a folder or a FIFO: the resuming
+    `dlperf sweep` neither follows, writes nor waits on it; it warns, leaves that attempt
+    alone and measures the configuration anew. "none": the same attempt is resumed."""
+    import shutil
+
+    from dlperf.sweep import LOCK_FILE, STATE_FILE
+
+    results = tmp_path / "results"
+    shutil.copytree(dead_sweep[0], results, symlinks=True)
+    (tmp_path / "s.toml").write_text((dead_sweep[0].parent / "s.toml").read_text())
+    attempt = results / dead_sweep[1]
+    state = json.loads((attempt / STATE_FILE).read_text())
+    if lock == "owner":
+        lock_path = results / ".sweeps" / f"{state['owner']}.lock"
+    else:  # an attempt of a dlperf that locked the attempt's own folder: its state names none
+        (attempt / STATE_FILE).write_text(json.dumps({"spec": state["spec"]}))
+        (results / ".sweeps" / f"{state['owner']}.lock").unlink()
+        lock_path = attempt / LOCK_FILE
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(VICTIM)
+    fault_at(lock_path, fault, victim)
+
+    proc = dlperf("sweep", "s.toml", cwd=tmp_path)
+    try:
+        out, err = proc.communicate(timeout=300)  # a FIFO opened for writing used to hang
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    said = " ".join((out + err).split())
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert victim.read_bytes() == VICTIM  # byte for byte: not emptied, nothing written
+    (result,) = ResultStore(results).results()
+    assert result.status == ResultStatus.ok and [r.index for r in result.repeats] == [1, 2, 3]
+    if fault == "none":
+        assert result.id == attempt.name and "repeat(s) already done" in said
+        assert not lock_path.exists() and not list((results / ".sweeps").iterdir())
+        return
+    assert fault_is_intact(lock_path, fault, victim)
+    named = lock_path.relative_to(tmp_path)  # as the sweep names them: under `results`
+    assert f"warning: {named} is a" in said
+    assert f"the attempt {attempt.relative_to(tmp_path)} is not resumed" in said
+    assert result.id != attempt.name and "already done" not in said  # measured anew
+    left = sorted(p.name for p in (results / ".sweeps").iterdir())  # the new sweep's lock went
+    assert left == ([lock_path.name] if lock == "owner" else [])
+
+
+def test_try_lock_refuses_what_is_not_a_plain_file_of_its_own(tmp_path):
+    """Each thing that can sit at a lock path, through the real filesystem: refused before
+    anything is written, the victim unchanged; a plain file (new or left behind) is locked."""
+    from dlperf.files import NotALockFile
+    from dlperf.sweep import SweepLock
+
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(VICTIM)
+    cases = [
+        ("link", "a symbolic link", lambda p: p.symlink_to(victim)),
+        ("dangling", "a symbolic link", lambda p: p.symlink_to(tmp_path / "not-there-yet")),
+        ("hardlink", "a file with 2 names", lambda p: os.link(victim, p)),
+        ("folder", "a folder", lambda p: p.mkdir()),
+        ("fifo", "a FIFO", lambda p: os.mkfifo(p)),
+    ]
+    for name, kind, make in cases:
+        path = tmp_path / f"{name}.lock"
+        make(path)
+        with pytest.raises(NotALockFile, match=f"{path} is {kind}"):
+            try_lock(path)
+    assert victim.read_bytes() == VICTIM
+    assert not (tmp_path / "not-there-yet").exists()  # a dangling link is not created through
+    left = tmp_path / "left.lock"
+    left.write_text("held by pid 1 on elsewhere\n")  # a dead owner's, left behind
+    for path in (tmp_path / "new.lock", left):
+        handle = try_lock(path)
+        assert handle is not None and path.read_text().startswith(f"held by pid {os.getpid()}")
+        assert try_lock(path) is None  # held
+        handle.close()
+    # The folder of the sweeps' locks itself a link: the sweep is refused, the target untouched.
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / ".sweeps").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(StorageError, match="not a folder"):
+        SweepLock(tmp_path / "results")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
