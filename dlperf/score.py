@@ -35,6 +35,9 @@ import statistics
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Annotated, Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from dlperf import DlperfError, NothingComparable, __version__
 from dlperf.files import atomic_write
@@ -201,7 +204,10 @@ def model_of_key(key: str) -> str:
     """The model of a configuration key (`<framework>_<model>_<impl>_...`); model names may
     hold underscores (TorchBench's `pytorch_struct`), implementations never do."""
     match = re.match(rf"[^_]+_(.+?)_(?:{'|'.join(IMPLS)})_", key)
-    return match.group(1) if match else key.split("_")[1]
+    if match:
+        return match.group(1)
+    parts = key.split("_")
+    return parts[1] if len(parts) > 1 else key  # a hand-made key: the whole of it
 
 
 @dataclass(frozen=True)
@@ -212,22 +218,155 @@ class Reference:
     machine: dict | None = None  # {"id", "label", ...}; None before version 3
 
 
+# A reference is checked whole when it is read, each problem named where it is in the file:
+# a hand-edited value of 0, a negative, inf or NaN would divide by zero, take the log of a
+# negative or score "inf" or "nan"; a string, a list or a misplaced table would crash on use.
+# Strict: "100" or 1 for true is named, not read as a number or a yes.
+_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
+_Name = Annotated[str, Field(min_length=1)]
+
+
+class _FrozenEntry(BaseModel):
+    model_config = _STRICT
+
+    key: _Name
+    model: _Name
+    value: Annotated[float, Field(gt=0, allow_inf_nan=False)]  # a median: speedups divide by it
+    unit: str
+    higher_is_better: bool
+
+
+_FrozenMachine = create_model(  # what `freeze` records: id, label and the identity's fields
+    "_FrozenMachine",
+    __config__=_STRICT,
+    id=(_Name, ...),
+    label=(str, ...),
+    **{name: (hint, None) for name, hint in get_type_hints(Machine).items()},
+)
+_Models = Annotated[list[_Name], Field(min_length=1)]
+
+
+class _FrozenReference(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")  # created, dlperf_version: notes
+
+    reference_version: Annotated[int, Field(ge=1, le=REFERENCE_VERSION)] = 1
+    entries: Annotated[list[_FrozenEntry], Field(min_length=1)]
+    hierarchy: Annotated[dict[str, Annotated[dict[str, _Models], Field(min_length=1)]],
+                         Field(min_length=1)] | None = None  # fmt: skip
+    machine: _FrozenMachine | None = None  # type: ignore[valid-type]
+
+
+_SHOULD = {  # what a value must be, by pydantic's error type, in the file's own terms
+    "greater_than": "must be above 0 (a measured median)",
+    "finite_number": "must be a finite number",
+    "float_type": "must be a number, without quotes",
+    "int_type": "must be a whole number, without quotes",
+    "bool_type": "must be true or false, without quotes",
+    "string_type": "must be a string, in quotes",
+    "string_too_short": "must not be empty",
+    "too_short": "must not be empty",
+    "list_type": "must be a list",
+    "dict_type": "must be a table ({...})",
+    "model_type": "must be a table ({...})",
+    "missing": "is missing",
+    "extra_forbidden": "is not a field dlperf writes there",
+}
+
+
+def _where(loc: tuple) -> str:
+    """A place in the reference, as `entries[2].value` or `hierarchy["computer vision"]`."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_]\w*", part):
+            path += f".{part}" if path else part
+        else:
+            path += f"[{json.dumps(part)}]"
+    return path
+
+
+def _entry_named(loc: tuple, data: dict) -> str:
+    """The key of the entry a place is in, when it has one: what a user searches the file for."""
+    entries = data.get("entries")
+    if len(loc) < 3 or loc[0] != "entries" or loc[2] == "key" or not isinstance(entries, list):
+        return ""
+    key = entries[loc[1]].get("key") if isinstance(entries[loc[1]], dict) else None
+    return f" (entry {json.dumps(key)})" if isinstance(key, str) else ""
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)  # NaN and Infinity as the file writes them
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _reference_problems(error: ValidationError, data: dict) -> list[str]:
+    problems = []
+    for e in error.errors():
+        where, kind = _where(e["loc"]), e["type"]
+        why = _SHOULD.get(kind, e["msg"])
+        if e["loc"] == ("reference_version",) and kind == "less_than_equal":
+            why = f"made by a newer dlperf (this one reads up to {REFERENCE_VERSION}): upgrade it"
+        shown = "" if kind == "missing" else f" = {_shown(e['input'])}"
+        problems.append(f"{where}{shown}{_entry_named(e['loc'], data)}: {why}")
+    return problems
+
+
+def _twice(data: dict) -> list[str]:
+    """A configuration held twice (the later would silently win), a model placed twice (its
+    weight would be counted twice)."""
+    problems = []
+    first: dict[str, int] = {}
+    entries = data.get("entries")
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        key = entry.get("key") if isinstance(entry, dict) else None
+        if isinstance(key, str) and first.setdefault(key, i) != i:
+            problems.append(f"entries[{i}].key = {_shown(key)}: entries[{first[key]}] has it too")
+    placed: dict[str, str] = {}
+    tree = data.get("hierarchy")
+    for domain, tasks in tree.items() if isinstance(tree, dict) else []:
+        for task, models in tasks.items() if isinstance(tasks, dict) else []:
+            for model in models if isinstance(models, list) else []:
+                here = f"{domain} / {task}"
+                if isinstance(model, str) and placed.setdefault(model, here) != here:
+                    problems.append(f"hierarchy places {_shown(model)} twice: under "
+                                    f"{placed[model]} and {here}")  # fmt: skip
+    return problems
+
+
 def load_reference(path: Path) -> Reference:
+    """The reference `freeze` wrote (any version), checked whole: a DlperfError names every
+    entry that cannot be scored against (a value that is not a positive finite number, a field
+    of the wrong type, a key or a model twice) by its place in the file."""
+    what = f"{path}: not a reference made by `dlperf score --freeze`"
     try:
         data = json.loads(path.read_text())
-        raw = data["entries"]
-        if data.get("reference_version", 1) == 1:  # family, no model: read it off the key
-            raw = [
-                {k: v for k, v in e.items() if k != "family"} | {"model": model_of_key(e["key"])}
-                for e in raw
-            ]
-        entries = {e["key"]: Entry(**e) for e in raw}
-        hierarchy = data.get("hierarchy") or hierarchy_of([e.model for e in entries.values()])[0]
-        version = int(data.get("reference_version", 1))
-        return Reference(entries, hierarchy, version, data.get("machine"))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        why = f"not a reference made by `dlperf score --freeze`: {exc}"
-        raise DlperfError(f"{path}: {why}") from None
+    except (OSError, ValueError) as exc:
+        raise DlperfError(f"{what}: {exc}") from None
+    if not isinstance(data, dict):
+        raise DlperfError(f"{what}: it holds {_shown(data)}, not a table of entries")
+    if data.get("reference_version", 1) == 1 and isinstance(data.get("entries"), list):
+        # Version 1: a family, no model: the model is read off the key.
+        data = {**data, "entries": [
+            {k: v for k, v in e.items() if k != "family"} | {"model": model_of_key(e["key"])}
+            if isinstance(e, dict) and isinstance(e.get("key"), str) else e
+            for e in data["entries"]
+        ]}  # fmt: skip
+    problems = _twice(data)
+    try:
+        valid = _FrozenReference.model_validate(data)
+    except ValidationError as exc:
+        problems = _reference_problems(exc, data) + problems
+    if problems:
+        raise DlperfError(
+            f"{path}: not a usable score reference, {len(problems)} problem(s):\n  "
+            + "\n  ".join(problems)
+            + "\ncorrect them, or freeze a new reference with `dlperf score --freeze FILE`"
+        )
+    entries = {e.key: Entry(**e.model_dump()) for e in valid.entries}
+    hierarchy = valid.hierarchy or hierarchy_of([e.model for e in entries.values()])[0]
+    machine = valid.machine.model_dump() if valid.machine is not None else None
+    return Reference(entries, hierarchy, valid.reference_version, machine)
 
 
 @dataclass(frozen=True)

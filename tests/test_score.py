@@ -212,3 +212,142 @@ def test_every_catalog_model_has_a_domain_and_a_task() -> None:
     assert model_of_key("pytorch_pytorch_mobilenet_v3_ootb_infer_cpu_fp32_1n1d_b32") == (
         "pytorch_mobilenet_v3"
     )
+
+
+# ---------------------------------------------------------------- a hand-edited reference
+# (issue 30, row 9): each bad entry named where it is in the file, exit 1, never a traceback
+
+
+def score_cli(reference: Path, results: Path) -> tuple[int, str, str]:
+    """`dlperf score --reference` as a user runs it: its own process, main()'s error handling."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "dlperf", "score", "--reference", str(reference),
+         "--results-dir", str(results)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "300"},
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.fixture
+def frozen(tmp_path: Path) -> tuple[Path, Path, dict]:
+    """A reference frozen from two results, the results it was frozen from, and its JSON."""
+    results = store(tmp_path / "results", result("resnet50", [100]), result("bert", [40]))
+    reference = tmp_path / "ref.json"
+    freeze(results, reference)
+    data = json.loads(reference.read_text())
+    assert [e["value"] for e in data["entries"]] == [40, 100]  # bert, then resnet50
+    return reference, results, data
+
+
+def edited(data: dict, edit) -> dict:
+    copy = json.loads(json.dumps(data))
+    edit(copy)
+    return copy
+
+
+def set_value(value):
+    return lambda d: d["entries"][0].__setitem__("value", value)
+
+
+BAD_REFERENCES = {  # what a hand edit did, and how the error names it
+    "zero": (set_value(0), 'entries[0].value = 0 (entry "{key0}"): must be above 0'),
+    "negative": (set_value(-40), 'entries[0].value = -40 (entry "{key0}"): must be above 0'),
+    "infinite": (
+        set_value(math.inf),
+        'entries[0].value = Infinity (entry "{key0}"): must be a finite number',
+    ),
+    "nan": (set_value(math.nan), 'entries[0].value = NaN (entry "{key0}"): must be a finite'),
+    "string": (set_value("40"), 'entries[0].value = "40" (entry "{key0}"): must be a number'),
+    "list hierarchy": (
+        lambda d: d.__setitem__("hierarchy", [["computer vision"]]),
+        'hierarchy = [["computer vision"]]: must be a table',
+    ),
+    "string machine": (
+        lambda d: d.__setitem__("machine", "my laptop"),
+        'machine = "my laptop": must be a table',
+    ),
+    "markup key": (
+        lambda d: d["entries"][0].update(key="[/]bert[bold]", value=0),
+        'entries[0].value = 0 (entry "[/]bert[bold]"): must be above 0',
+    ),
+    "string flag": (
+        lambda d: d["entries"][1].__setitem__("higher_is_better", "yes"),
+        'entries[1].higher_is_better = "yes" (entry "{key1}"): must be true or false',
+    ),
+    "key twice": (
+        lambda d: d["entries"][1].__setitem__("key", d["entries"][0]["key"]),
+        'entries[1].key = "{key0}": entries[0] has it too',
+    ),
+    "newer": (
+        lambda d: d.__setitem__("reference_version", 99),
+        "reference_version = 99: made by a newer dlperf",
+    ),
+}
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("case", list(BAD_REFERENCES))
+def test_a_hand_edited_reference_is_refused_with_the_entry_named(frozen, case) -> None:
+    reference, results, data = frozen
+    assert score(results, reference).total == pytest.approx(1000)  # as frozen: scores
+    edit, named = BAD_REFERENCES[case]
+    reference.write_text(json.dumps(edited(data, edit)))  # json writes NaN, Infinity as such
+    code, out, err = score_cli(reference, results)
+    said = " ".join(err.split())
+    keys = {f"key{i}": e["key"] for i, e in enumerate(data["entries"])}
+    assert code == 1, err
+    assert "Traceback" not in err and "Error" not in err.replace("error:", "")
+    assert f"error: {reference}: not a usable score reference, 1 problem(s):" in said
+    assert named.format(**keys) in said, said
+    assert "score" not in out  # no number was made of it
+
+
+@pytest.mark.multiprocess
+def test_every_problem_of_a_reference_is_listed_in_one_error(frozen) -> None:
+    reference, results, data = frozen
+
+    def many(d: dict) -> None:
+        d["entries"][0]["value"] = math.nan
+        d["entries"][1]["value"] = 0
+        d["entries"][1]["unit"] = 7
+        d["hierarchy"] = ["computer vision"]
+        d["machine"] = "my laptop"
+
+    reference.write_text(json.dumps(edited(data, many)))
+    code, _, err = score_cli(reference, results)
+    lines = [line.strip() for line in err.splitlines()]
+    assert code == 1 and "Traceback" not in err, err
+    assert "5 problem(s):" in lines[0]
+    key0, key1 = (e["key"] for e in data["entries"])
+    assert lines[1:6] == [
+        f'entries[0].value = NaN (entry "{key0}"): must be a finite number',
+        f'entries[1].value = 0 (entry "{key1}"): must be above 0 (a measured median)',
+        f'entries[1].unit = 7 (entry "{key1}"): must be a string, in quotes',
+        'hierarchy = ["computer vision"]: must be a table ({...})',
+        'machine = "my laptop": must be a table ({...})',
+    ]
+
+
+@pytest.mark.multiprocess
+def test_names_with_rich_markup_in_a_reference_print_as_they_are(frozen) -> None:
+    """A key or a domain is text, not markup: a valid reference that holds `[/]` in them is
+    scored, and they are printed literally (rich used to stop on them with a MarkupError)."""
+    reference, results, data = frozen
+
+    def hostile(d: dict) -> None:
+        d["entries"][0]["key"] = "[/]not run[bold]"  # in the reference, not in the results
+        d["hierarchy"] = {f"[/]{domain}[red]": tasks for domain, tasks in d["hierarchy"].items()}
+
+    reference.write_text(json.dumps(edited(data, hostile)))
+    code, out, err = score_cli(reference, results)
+    said = " ".join((out + err).split())
+    assert code == 0 and "Traceback" not in err, err
+    assert "warning: [/]not run[bold] is in the reference but not in these results" in said
+    assert "[/]computer vision[red]" in said  # the domains table
+    key = data["entries"][1]["key"]  # resnet50: scored, at speedup 1 (the results it was from)
+    assert f"warning: {data['entries'][0]['key']} is not in the reference: not scored" in said
+    assert "score 1000.0" in said and key.split(" [")[0] in said

@@ -53,7 +53,7 @@ def score(
         print_whole(out, f"froze {n} configuration(s) of {esc(on.label)} into", freeze)
         for model in unknown:
             out.print(
-                f"[yellow]warning:[/] the catalog does not place {model}: it goes under "
+                f"[yellow]warning:[/] the catalog does not place {esc(model)}: it goes under "
                 "other / other tasks; freeze with --hierarchy score.yml to place it"
             )
         if json_out:
@@ -69,13 +69,15 @@ def score(
         out.print(table)
     out.print(f"[bold]score {s.total:.1f}[/] (reference = 1000)")
     for key in s.missing:
-        out.print(f"[yellow]warning:[/] {key} is in the reference but not in these results")
+        out.print(f"[yellow]warning:[/] {esc(key)} is in the reference but not in these results")
     for model in s.absent_models:
-        out.print(f"[yellow]warning:[/] no result for {model}: it keeps its weight at speedup 1")
+        out.print(
+            f"[yellow]warning:[/] no result for {esc(model)}: it keeps its weight at speedup 1"
+        )
     for key in s.extra:
-        out.print(f"[yellow]warning:[/] {key} is not in the reference: not scored")
+        out.print(f"[yellow]warning:[/] {esc(key)} is not in the reference: not scored")
     for model in s.unplaced:
-        out.print(f"[yellow]warning:[/] {model} is not in the hierarchy: not scored")
+        out.print(f"[yellow]warning:[/] {esc(model)} is not in the hierarchy: not scored")
     if json_out:
         print_json({"reference": str(reference), **asdict(s)})
 

@@ -33,7 +33,7 @@ def score_tables(s) -> tuple[Table, Table]:
     domains = Table("domain", "subscore", "weight", "tasks")
     for domain, value in s.domains.items():
         tasks = len(s.hierarchy[domain])
-        domains.add_row(domain, f"{value:.1f}", f"{1 / len(s.domains):.4f}", str(tasks))
+        domains.add_row(esc(domain), f"{value:.1f}", f"{1 / len(s.domains):.4f}", str(tasks))
     return configs, domains
 
 
