@@ -5,7 +5,10 @@ Results are paired by benchmark + machine (`dlperf.identity`): the same benchmar
 settings (an ablation, `--set channels_last=1`) is a pair whose settings differ, named in the
 row; environment differences (framework, Python, packages, dlperf commit) are listed too. Two
 machines are never compared unless asked (`--across-machines`), and then the machines are
-printed first. A comparison that paired nothing is not a pass: it says why (exit code 3).
+printed first; one machine is the same recorded hardware (`identity.same_machine`), not the
+same id, and a machine whose hardware was not recorded is one only with itself. Where two
+machines have the same label, the output names them with their ids (`identity.machine_names`).
+A comparison that paired nothing is not a pass: it says why (exit code 3).
 
 Each side's number is the median of its ok repeats. A change counts only when it is larger
 than the threshold (default 5 %) AND it is significant by `stats.significance` (the exact
@@ -23,7 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf import DlperfError
-from dlperf.identity import describe, differences, identity_of, machine_of, settings_label
+from dlperf.identity import (
+    Machine,
+    describe,
+    differences,
+    identity_of,
+    machine_names,
+    machine_of,
+    same_machine,
+    settings_label,
+)
 from dlperf.resultio import load_result
 from dlperf.rows import metric_values, result_row
 from dlperf.schema import Result
@@ -56,6 +68,8 @@ class Row:
     settings_b: str
     differences: tuple[str, ...]  # settings first, then environment ("framework 2.1 -> 2.2")
     machine_b: str | None = None
+    machine_id: str = ""  # A's machine's id (`machine_b_id`: B's, when it is another machine)
+    machine_b_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,8 +113,15 @@ def check_threshold(threshold: float) -> None:
         )
 
 
-def _name(result: Result) -> str:
-    return f"{describe(result.spec)} on {machine_of(result).label}"
+Names = dict[tuple[str, str], str]  # (machine id, label) -> how this comparison names it
+
+
+def _named(machine: Machine, names: Names) -> str:
+    return names.get((machine.id, machine.label), machine.label)
+
+
+def _name(result: Result, names: Names) -> str:
+    return f"{describe(result.spec)} on {_named(machine_of(result), names)}"
 
 
 def pair(
@@ -108,18 +129,21 @@ def pair(
 ) -> tuple[list[tuple[Result, Result]], list[Result], list[Result]]:
     """A's and B's results paired by benchmark and machine (by benchmark alone when
     `across_machines`): equal settings first, then, among the rest of a benchmark, the
-    partners whose settings differ least; a same-machine partner always before another."""
+    partners whose settings differ least; a same-machine partner always before another.
+    Machines are one by their facts (`same_machine`): two whose ids collide are two, and
+    results without recorded hardware pair only when `across_machines`."""
     pairs: list[tuple[Result, Result]] = []
     left_a, left_b = list(side_a), list(side_b)
     candidates = []
     for i, a in enumerate(left_a):
-        ia = identity_of(a)
+        ia, ma = identity_of(a), machine_of(a)
         for j, b in enumerate(left_b):
             ib = identity_of(b)
-            if ia.benchmark != ib.benchmark or (ia.machine != ib.machine and not across_machines):
+            other = not same_machine(ma, machine_of(b))
+            if ia.benchmark != ib.benchmark or (other and not across_machines):
                 continue
             differing = len(set(ia.settings) ^ set(ib.settings))
-            candidates.append(((ia.machine != ib.machine, differing, i, j), i, j))
+            candidates.append(((other, differing, i, j), i, j))
     used_a, used_b = set(), set()
     for _, i, j in sorted(candidates):
         if i not in used_a and j not in used_b:
@@ -130,17 +154,20 @@ def pair(
     return pairs, only_a, only_b
 
 
-def compare_pair(a: Result, b: Result, threshold: float) -> Row | None:
-    """B's result against A's; None when one side has no ok repeat."""
+def compare_pair(a: Result, b: Result, threshold: float, names: Names | None = None) -> Row | None:
+    """B's result against A's; None when one side has no ok repeat. `names`: how the
+    comparison names machines (`identity.machine_names`; their labels when not given)."""
     metric, va, better_up = metric_values(a)
     _, vb, _ = metric_values(b)
     if not va or not vb:
         return None
     v = judge(va, vb, better_up, threshold)
     ma, mb = machine_of(a), machine_of(b)
+    names = names or {}
+    other = not same_machine(ma, mb)
     return Row(
         benchmark=identity_of(a).benchmark,
-        machine=ma.label,
+        machine=_named(ma, names),
         metric=metric,
         higher_is_better=better_up,
         a=statistics.median(va),
@@ -155,7 +182,9 @@ def compare_pair(a: Result, b: Result, threshold: float) -> Row | None:
         settings_a=settings_label(dict(identity_of(a).settings)),
         settings_b=settings_label(dict(identity_of(b).settings)),
         differences=tuple(differences(result_row(a), result_row(b))),
-        machine_b=mb.label if mb.id != ma.id else None,
+        machine_b=_named(mb, names) if other else None,
+        machine_id=ma.id,
+        machine_b_id=mb.id if other else None,
     )
 
 
@@ -168,15 +197,26 @@ def compare_results(
     """Pair the two sides' results and judge every pair (see the module docstring)."""
     check_threshold(threshold)
     pairs, only_a, only_b = pair(side_a, side_b, across_machines)
+    names = machine_names((m.id, m.label) for m in map(machine_of, [*side_a, *side_b]))
     rows, notes = [], []
     for a, b in pairs:
-        row = compare_pair(a, b, threshold)
+        row = compare_pair(a, b, threshold, names)
         if row is None:
-            notes.append(f"{_name(a)}: no ok repeat on one side, not compared")
+            notes.append(f"{_name(a, names)}: no ok repeat on one side, not compared")
         else:
             rows.append(row)
-    machines_a = sorted({machine_of(r).label for r in side_a})
-    machines_b = sorted({machine_of(r).label for r in side_b})
+    if rows and not across_machines:
+        # Unpaired only for want of one machine: say so, or "only in A" reads as "not run".
+        benchmarks_b = {identity_of(r).benchmark for r in only_b}
+        apart = [r for r in only_a if identity_of(r).benchmark in benchmarks_b]
+        if apart:
+            notes.append(
+                f"{len(apart)} result(s) only in A have a result of the same benchmark only in "
+                "B on another machine (or with no hardware recorded): --across-machines pairs "
+                "them"
+            )
+    machines_a = sorted({_named(machine_of(r), names) for r in side_a})
+    machines_b = sorted({_named(machine_of(r), names) for r in side_b})
     reason = None
     if not rows:
         common = {identity_of(r).benchmark for r in side_a} & {
@@ -185,18 +225,21 @@ def compare_results(
         if pairs:
             reason = "no pair had ok repeats on both sides"
         elif common and not across_machines:
+            unrecorded = any(not machine_of(r).known for r in [*side_a, *side_b]
+                             if identity_of(r).benchmark in common)  # fmt: skip
             reason = (
-                f"the benchmarks in common ran on different machines (A: "
-                f"{'; '.join(machines_a)}; B: {'; '.join(machines_b)}): add --across-machines "
-                "to compare them anyway"
+                "the benchmarks in common ran on different machines"
+                + (" or on machines whose hardware was not recorded" if unrecorded else "")
+                + f" (A: {'; '.join(machines_a)}; B: {'; '.join(machines_b)}): add "
+                "--across-machines to compare them anyway"
             )
         else:
             reason = "A and B have no benchmark in common"
     rows.sort(key=lambda r: (r.benchmark, r.machine, r.settings_a, r.settings_b))
     return Comparison(
         rows=rows,
-        only_a=sorted(_name(r) for r in only_a),
-        only_b=sorted(_name(r) for r in only_b),
+        only_a=sorted(_name(r, names) for r in only_a),
+        only_b=sorted(_name(r, names) for r in only_b),
         notes=sorted(notes),
         machines_a=machines_a,
         machines_b=machines_b,

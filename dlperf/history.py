@@ -17,19 +17,18 @@ point of a series is "first".
 from __future__ import annotations
 
 import json
-import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, time, timezone
 from itertools import groupby
 from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.compare import check_threshold
-from dlperf.identity import differences
+from dlperf.identity import differences, id_matches
 from dlperf.index import IndexedResult, Refresh
 from dlperf.resultio import SkippedResult
+from dlperf.schema import utc_time
 from dlperf.stats import Significance, judge, significance
 from dlperf.store import ResultStore
 
@@ -93,17 +92,15 @@ def parse_when(text: str, *, end_of_day: bool = False, option: str = "") -> str:
     """`--since` / `--until` text as the index's UTC ISO time: a date (its start, or with
     `end_of_day` its last second) or a date and time (without a zone: UTC)."""
     try:
-        when = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", text.strip()))  # 3.10: no Z
+        when = utc_time(text)  # the reading of results' times, so bounds and times agree
     except ValueError:
         raise DlperfError(
             f"{option + ' ' if option else ''}{text!r} is not a date or time; give ISO 8601, "
             "e.g. 2025-01-31 or 2025-01-31T14:00:00+01:00"
         ) from None
-    if len(text.strip()) == 10 and end_of_day:  # a bare date: the whole day counts
-        when = datetime.combine(when.date(), time(23, 59, 59))
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).isoformat(timespec="seconds")
+    if len(text.strip()) == 10 and end_of_day:  # a bare date (UTC): the whole day counts
+        when = when.replace(hour=23, minute=59, second=59)
+    return when.isoformat()
 
 
 def check_filter_texts(f: HistoryFilters) -> None:
@@ -136,7 +133,7 @@ def check_choices(f: HistoryFilters, rows: Sequence[IndexedResult], results_dir:
             )
     machines = {str(r.row["machine_id"]): str(r.row["machine"]) for r in rows}
     for piece in f.machines:
-        if not any(piece == mid or piece.lower() in label.lower()
+        if not any(id_matches(piece, mid) or piece.lower() in label.lower()
                    for mid, label in machines.items()):  # fmt: skip
             listed = "; ".join(f"{mid} ({label})" for mid, label in sorted(machines.items()))
             raise DlperfError(
@@ -166,11 +163,20 @@ def history(
     until = None if f.until is None else parse_when(f.until, end_of_day=True, option="--until")
     index, refresh = ResultStore(results_dir).index()
     try:
+        machines = f.machines
         if f.frameworks or f.models or f.machines:
-            check_choices(f, index.query(), results_dir)
-        rows = index.query(frameworks=f.frameworks, models=f.models, machines=f.machines,
+            every = index.query()
+            check_choices(f, every, results_dir)
+            # An older, shorter id (reports, scripts) names its machine: the index matches
+            # whole ids, so it is given the ids it stands for.
+            ids = {str(r.row["machine_id"]) for r in every}
+            machines += tuple(sorted(m for m in ids for p in f.machines if id_matches(p, m)))
+        rows = index.query(frameworks=f.frameworks, models=f.models, machines=machines,
                            contains=f.contains, since=since, until=until)  # fmt: skip
-        plan = [pair for _key, group in groupby(rows, key=lambda r: r.series)
+        # A point is judged against its own machine's: one id AND one label (the facts it is
+        # made of), so machines whose ids collide are never judged against each other.
+        rows.sort(key=_machine_series)  # stable: each series stays in time order
+        plan = [pair for _key, group in groupby(rows, key=_machine_series)
                 for pair in with_baselines(list(group), last)]  # fmt: skip
         # compare's test for each pair, kept in the index: a long history is tested once.
         judged = [(base, row) for row, base in plan if row.values and base and base.values]
@@ -186,6 +192,10 @@ def history(
     points = [_point(row, base, threshold, known.get((base.path, row.path)) if base else None)
               for row, base in plan]  # fmt: skip
     return points, refresh
+
+
+def _machine_series(row: IndexedResult) -> tuple[str, str, str]:
+    return (*row.series, str(row.row["machine"]))
 
 
 def history_points(

@@ -23,7 +23,8 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -35,6 +36,12 @@ ID_CHARS = 64  # a benchmark id names its results folder and stays readable in a
 HASH_CHARS = 6
 DLPERF_WINDOW = (20, 100)  # DLPerf's rule: an id names another window only through its hash
 COMMIT_CHARS = 12  # how much of a commit hash a label shows
+# A machine id is this many hex digits of its fingerprint's SHA-256: 64 bits, so two machines
+# share one only by intent (32 bits collided in about a second of search). Ids before were the
+# first 8 of these digits, so an old id still names its machine as a prefix (`id_matches`).
+MACHINE_ID_CHARS = 16
+OLD_MACHINE_ID_CHARS = 8
+UNKNOWN = "unknown"
 
 
 # ---------------------------------------------------------------- settings
@@ -202,12 +209,14 @@ class Machine:
 
     @property
     def id(self) -> str:
-        """8 hex digits of the fingerprint; "unknown" when nothing about it was recorded."""
-        return _digest(asdict(self), 8) if self.known else "unknown"
+        """MACHINE_ID_CHARS hex digits of the fingerprint; "unknown" when nothing about it was
+        recorded. Equal ids are not proof of one machine: `same_machine` compares the facts."""
+        return _digest(asdict(self), MACHINE_ID_CHARS) if self.known else UNKNOWN
 
     def matches(self, wanted: str) -> bool:
-        """Whether `wanted` names this machine: its id, or a piece of its label (any case)."""
-        return wanted == self.id or wanted.lower() in self.label.lower()
+        """Whether `wanted` names this machine: its id (or an older, shorter form of it), or a
+        piece of its label (any case)."""
+        return id_matches(wanted, self.id) or wanted.lower() in self.label.lower()
 
     @property
     def label(self) -> str:
@@ -225,6 +234,39 @@ class Machine:
         if self.cpu_count:
             parts.append(f"{self.cpu_count} CPUs")
         return ", ".join(parts)
+
+
+def id_matches(wanted: str, machine_id: str) -> bool:
+    """Whether `wanted` (a `--machine` value) is `machine_id`, or at least its first
+    OLD_MACHINE_ID_CHARS digits: the ids reports and scripts recorded before ids grew."""
+    if wanted == machine_id:
+        return True
+    return (
+        machine_id != UNKNOWN
+        and len(wanted) >= OLD_MACHINE_ID_CHARS
+        and machine_id.startswith(wanted.lower())
+    )
+
+
+def same_machine(a: Machine, b: Machine) -> bool:
+    """Whether two results ran on one machine: the same recorded facts, not only the same id
+    (an id is a hash, and a hash can be made to collide). A machine whose hardware was not
+    recorded is nobody's twin, not even another unknown one's: pairing those is asking for
+    it (`--across-machines`)."""
+    return a.known and a == b
+
+
+def machine_names(machines: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """How one output names each of these (id, label) machines: its label, with its id beside
+    it when another machine there has the same label ("AMD EPYC, 2 CPUs" as a CPU's name and
+    "AMD EPYC" with 2 CPUs), so that two machines never read as one. Every output that names
+    several machines (compare, history, score) names them here."""
+    found = set(machines)
+    labels = Counter(label for _, label in found)
+    return {
+        (mid, label): f"{label} (machine {mid})" if labels[label] > 1 else label
+        for mid, label in found
+    }
 
 
 def _gib(memory_mb: int | None) -> int | None:

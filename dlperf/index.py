@@ -49,7 +49,8 @@ INDEX_FILE = ".index.sqlite"
 # (a newer dlperf may read files an older one skipped) it decides whether the rows still hold.
 # 2: the rows of `dlperf.rows` (benchmark id, machine, settings) instead of configuration keys
 # 3: each row's digest (`_digest`)
-INDEX_FORMAT = 3
+# 4: machine ids of 16 hex digits (were 8), created_utc through `schema.utc_time`
+INDEX_FORMAT = 4
 LOCK_TIMEOUT_S = 60.0  # how long a refresh waits for another process's refresh
 SQL_TYPES = {"text": "TEXT", "json": "TEXT", "int": "INTEGER", "bool": "INTEGER", "float": "REAL"}
 STAMP = ("path", "mtime_ns", "size", "inode", "error")  # a results row's file and its error

@@ -10,13 +10,11 @@ repeat values are JSON text: their keys differ between frameworks.
 from __future__ import annotations
 
 import json
-import re
 import statistics
-from datetime import datetime, timezone
 from typing import Any
 
 from dlperf.identity import benchmark_id, machine_of, parameters_of, settings_of
-from dlperf.schema import Result
+from dlperf.schema import Result, utc_time
 from dlperf.stats import PERCENTILES, percentile_name
 
 SUMMARY = ("median", "mean", "min", "max", "stdev", "cv", "ci_low", "ci_high", "ci_coverage")
@@ -103,14 +101,12 @@ KINDS = dict(COLUMNS)
 
 
 def utc_iso(created: str) -> str:
-    """A result's `created` in UTC, ISO 8601 to the second (a time without zone is UTC)."""
+    """A result's `created` in UTC, ISO 8601 to the second (`schema.utc_time`, the one reading
+    of a result's time; a time without zone is UTC)."""
     try:
-        when = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", created))  # 3.10: no Z
+        return utc_time(created).isoformat()
     except ValueError:
-        return created  # not a time: kept as written, sorted as text
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).isoformat(timespec="seconds")
+        return created  # not a time (the schema refuses one on load): kept as written
 
 
 def metric_values(result: Result) -> tuple[str, list[float], bool]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
@@ -74,6 +76,17 @@ LOADGEN_RANGES = (  # (min, max) pairs of LoadGen settings
     ("min_duration_s", "max_duration_s"),
     ("min_query_count", "max_query_count"),
 )
+
+
+def utc_time(text: str) -> datetime:
+    """An ISO 8601 time (a `created`, a `--since`) as an aware UTC datetime, to the second:
+    a time without a zone is UTC. The one reading of a result's time: "newest" and every
+    ordering compare these, never the text, whose offsets (`+09:00`) do not sort. Seconds, as
+    dlperf writes `created` and the index orders it; results within one second go by id."""
+    when = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", text.strip()))  # 3.10: no Z
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).replace(microsecond=0)
 
 
 class _Frozen(BaseModel):
@@ -504,3 +517,20 @@ class Result(_Frozen):
     source: SourceInfo | None = None
     origin: str = "run"  # "run": measured by dlperf; "parse": imported from logs made elsewhere
     job: JobInfo | None = None  # None in results stored before it was recorded
+
+    @field_validator("created")
+    @classmethod
+    def _created_in_utc(cls, v: str) -> str:
+        # Every reader gets the same UTC text (a result written with +09:00 reads as its UTC
+        # time), so a table or page that shows `created` as UTC is right.
+        try:
+            return utc_time(v).isoformat()
+        except ValueError:
+            raise ValueError(
+                f"created {v!r} is not an ISO 8601 time, such as 2025-01-31T14:00:00+00:00"
+            ) from None
+
+    @property
+    def created_at(self) -> datetime:
+        """When the result was made, in UTC (`utc_time`): what "newest" compares."""
+        return utc_time(self.created)

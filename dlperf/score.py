@@ -45,7 +45,9 @@ from dlperf.identity import (
     Machine,
     benchmark_id,
     legacy_config_key,
+    machine_names,
     machine_of,
+    same_machine,
     settings_label,
     settings_of,
 )
@@ -80,19 +82,19 @@ def entry_key(result: Result) -> str:
 def one_machine(results: list[Result], wanted: str | None = None) -> tuple[list[Result], Machine]:
     """The results of one machine: the only one they hold, or the one `wanted` names (its id or
     a piece of its label); a DlperfError listing the machines otherwise."""
-    machines = {machine_of(r).id: machine_of(r) for r in results}
-    if wanted is not None:
-        machines = {k: m for k, m in machines.items() if m.matches(wanted)}
+    # One machine is one set of recorded facts, not one id (`same_machine`): ids can collide.
+    found = {machine_of(r) for r in results}
+    machines = {m for m in found if wanted is None or m.matches(wanted)}
     if len(machines) != 1:
-        listed = "; ".join(f"{k} ({m.label})" for k, m in sorted(machines.items()))
+        listed = "; ".join(sorted(f"{m.id} ({m.label})" for m in machines))
         what = (
             f"no machine matches --machine {wanted!r}"
             if not machines
             else (f"these results come from {len(machines)} machines: {listed}")
         )
         raise DlperfError(f"{what}; a score is of one machine: pick it with --machine ID")
-    (machine,) = machines.values()
-    return [r for r in results if machine_of(r).id == machine.id], machine
+    (machine,) = machines
+    return [r for r in results if machine_of(r) == machine], machine
 
 
 def entries_of(results: list[Result], key=entry_key) -> dict[str, Entry]:
@@ -453,13 +455,22 @@ def score(
         raise DlperfError(f"no results in {results_dir} to score")
     results, on = one_machine(stored, machine)
     ref_machine = ref.machine or {}
-    if ref_machine and ref_machine.get("id") != on.id and not across_machines:
+    frozen_on = Machine(**{k: ref_machine.get(k) for k in Machine.__dataclass_fields__})
+    # Compared by the recorded facts, not the id: a reference's id may be an older, shorter
+    # one, and two machines' ids may collide. Unknown hardware is no one's twin.
+    same = same_machine(frozen_on, on)
+    ref_key = (on.id, on.label) if same else (str(ref_machine.get("id")), frozen_on.label)
+    names = machine_names([ref_key, (on.id, on.label)])
+    ref_label = names[ref_key]
+    if ref_machine and not same and not across_machines:
         raise NothingComparable(
-            f"the reference was frozen on {ref_machine.get('label')} and these results ran on "
-            f"{on.label}: a score compares one machine with itself; add --across-machines to "
+            f"the reference was frozen on {ref_label} and these results ran on "
+            f"{names[(on.id, on.label)]}: a score compares one machine with itself (and a "
+            "machine whose hardware was not recorded with nothing); add --across-machines to "
             "score them anyway"
         )
     # References before version 3 keyed configurations by the old configuration key.
     key = entry_key if ref.version >= 3 else (lambda r: legacy_config_key(r.spec))
     scored = weighted_score(ref.entries, entries_of(results, key), tree)
-    return replace(scored, machine=on.label, reference_machine=ref_machine.get("label", ""))
+    return replace(scored, machine=names[(on.id, on.label)],
+                   reference_machine=ref_label if ref_machine else "")  # fmt: skip

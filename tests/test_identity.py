@@ -143,7 +143,7 @@ def env(host: str = "node-1", **hardware) -> Environment:
 
 def test_a_machine_is_its_hardware_not_its_host_name() -> None:
     one = Machine(cpu="AMD EPYC 7B13", cpu_count=2)
-    assert one.label == "AMD EPYC 7B13, 2 CPUs" and re.fullmatch(r"[0-9a-f]{8}", one.id)
+    assert one.label == "AMD EPYC 7B13, 2 CPUs" and re.fullmatch(r"[0-9a-f]{16}", one.id)
     from dlperf.identity import machine_of_environment
 
     assert machine_of_environment(env("node-1")) == machine_of_environment(env("node-2"))

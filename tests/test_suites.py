@@ -33,7 +33,10 @@ from dlperf.stats import mann_whitney_p, smallest_p
 from dlperf.store import ResultStore
 from dlperf.superbench import SB_PERCENTILES, nearest_percentile
 
-ENVIRONMENT = Environment(dlperf_version="test", host="test-host", os="linux")
+# A machine with its hardware recorded: compare and score pair only results of one machine,
+# and results with none recorded are no machine's twins (they pair with --across-machines).
+ENVIRONMENT = Environment(dlperf_version="test", host="test-host", os="linux",
+                          cpu="AMD EPYC 7B13", cpu_count=2)  # fmt: skip
 
 
 def result(model: str, values: list[float], *, batch: int = 8, step_times=(0.01,), **spec):
@@ -789,11 +792,15 @@ def test_fambench_imports_flow_through_report_export_compare_score(
     for fmt in ("csv", "json", "superbench"):
         out = run(app, ["export", "--format", fmt, "--results-dir", stored])
         assert out.exit_code == 0, out.output
+    # FAMBench's logs record no hardware: such results pair only when asked.
     out = run(app, ["compare", stored, stored])
+    assert out.exit_code == 3 and "hardware was not recorded" in out.output, out.output
+    out = run(app, ["compare", stored, stored, "--across-machines"])
     assert out.exit_code == 0, out.output
     reference = tmp_path / "reference.json"
     assert run(app, ["score", "--freeze", str(reference), "--results-dir", stored]).exit_code == 0
-    out = run(app, ["score", "--reference", str(reference), "--results-dir", stored])
+    out = run(app, ["score", "--reference", str(reference), "--results-dir", stored,
+                    "--across-machines"])  # fmt: skip
     assert out.exit_code == 0 and "score 1000.0" in out.output, out.output
 
 

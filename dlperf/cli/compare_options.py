@@ -49,8 +49,8 @@ AcrossMachines = Annotated[
     bool,
     typer.Option(
         "--across-machines",
-        help="Compare results of different machines (they are never compared otherwise); "
-        "the machines are printed first.",
+        help="Compare results of different machines, or of machines whose hardware was not "
+        "recorded (they are never compared otherwise); the machines are printed first.",
     ),
 ]
 

@@ -53,11 +53,16 @@ def history_tables(points) -> list[RenderableType]:
     at each later one, as prose below (`--json` has every field)."""
     from itertools import groupby
 
+    from dlperf.identity import machine_names
+
+    # Two machines with one label ("AMD EPYC, 2 CPUs") get their ids: never two equal headings.
+    names = machine_names((p.machine_id, p.machine) for p in points)
     shown: list[RenderableType] = []
     for _series, group in groupby(points, key=lambda p: p.series):
         group = list(group)
         unit = next((p.unit for p in group if p.median is not None), None)
-        heading = f"[bold]{esc(group[0].benchmark_id)}[/] on {esc(group[0].machine)}"
+        machine = names[(group[0].machine_id, group[0].machine)]
+        heading = f"[bold]{esc(group[0].benchmark_id)}[/] on {esc(machine)}"
         shown.append(Text.from_markup(heading + (f" (medians in {esc(unit)})" if unit else "")))
         table = Table(box=None, padding=(0, 1), pad_edge=False)
         whole_column(table, "result", [p.result_id for p in group], no_wrap=True)

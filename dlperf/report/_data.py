@@ -45,7 +45,7 @@ from dlperf.schema import (
     short_revision,
 )
 from dlperf.stats import Verdict, judge
-from dlperf.store import newest
+from dlperf.store import newest, recency
 
 MESSAGE_CHARS = 120
 ABLATION_THRESHOLD = 0.05  # `dlperf compare`'s default threshold, for an ablation's verdict
@@ -230,7 +230,7 @@ def headline(results: Sequence[Result]) -> Result:
     """Of one benchmark's results on one machine (one per settings): the one with the default
     settings, else the newest."""
     defaults = [r for r in results if is_default(r)]
-    return max(defaults or results, key=lambda r: (r.created, r.id))
+    return max(defaults or results, key=recency)
 
 
 def headlines(results: Sequence[Result]) -> list[Result]:

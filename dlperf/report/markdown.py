@@ -120,7 +120,7 @@ def is_smoke(results: Sequence[Result]) -> bool:
 def _provenance(results: Sequence[Result], results_commit: str | None = None) -> str:
     """Which results the page was made from: deterministic, so the same results give the same
     page (the results' own times and dlperf versions, never the time of `dlperf report`)."""
-    made = sorted(r.created for r in results)
+    made = [t.isoformat() for t in sorted(r.created_at for r in results)]  # in UTC
     versions = sorted({r.environment.dlperf_version for r in results})
     span = made[0][:16].replace("T", " ")
     if made[-1][:16] != made[0][:16]:

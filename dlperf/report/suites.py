@@ -15,6 +15,7 @@ from dlperf.identity import describe
 from dlperf.report.cells import Markdown, cell
 from dlperf.schema import BenchmarkSpec, PeerStat, RepeatStatus, Result
 from dlperf.stats import fambench_p95
+from dlperf.store import recency
 from dlperf.superbench import SUITE, superbench_stats
 
 # SuperBench's model names where dlperf's differ (its registry: pytorch-bert-base, -bert-large,
@@ -164,7 +165,7 @@ def superbench_lines(results: list[Result]) -> list[dict[str, float | str]]:
     latest: dict[tuple[str, str], Result] = {}
     for r in results:
         where = (_nodes(r)[0], describe(r.spec))
-        if where not in latest or (r.created, r.id) > (latest[where].created, latest[where].id):
+        if where not in latest or recency(r) > recency(latest[where]):
             latest[where] = r
     chosen = [latest[k] for k in sorted(latest)]
     tags = superbench_tags(chosen)

@@ -68,7 +68,9 @@ def write_reports(
 
 def _charts_of(reports_dir: Path, model: str) -> list[Path]:
     """The chart files `write_reports` may have written for `model` (any machine)."""
-    pattern = re.compile(re.escape(file_stem(model)) + r"(-[0-9a-f]{8}|-unknown)?(-scaling)?\.png")
+    # A machine id: 16 hex digits, or the 8 of charts written before ids grew (stale now).
+    machine = r"(-[0-9a-f]{8}(?:[0-9a-f]{8})?|-unknown)?"
+    pattern = re.compile(re.escape(file_stem(model)) + machine + r"(-scaling)?\.png")
     return [p for p in sorted(reports_dir.glob("*.png")) if pattern.fullmatch(p.name)]
 
 
