@@ -346,8 +346,9 @@ def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str
 
 @dataclass(frozen=True)
 class Identity:
-    """Where a result belongs: `series` (benchmark + machine) is a line in history and what
-    compare pairs; `key` adds the settings: one stored configuration."""
+    """Where a result belongs: `series` (benchmark + machine id) is a line in history and what
+    compare pairs (two results pair only on one machine by `same_machine` too: an id is a
+    hash); `key` adds the settings: one stored configuration."""
 
     benchmark: str
     machine: str
