@@ -614,6 +614,18 @@ def _signal_all(pgid: int, extra: Sequence[psutil.Process], sig: signal.Signals)
     _signal_procs(extra, sig)
 
 
+# Set once the user has asked twice (a second Ctrl-C, SIGTERM or SIGHUP while dlperf stops):
+# workloads being ended get SIGKILL at once instead of the rest of their grace. The CLI sets it
+# rather than raising a second KeyboardInterrupt, which would cut its teardown short.
+_hurry = threading.Event()
+
+
+def hurry_kills() -> None:
+    """End the workloads being killed now, and any killed later in this process, without
+    waiting out their grace period (safe to call from a signal handler: it only sets a flag)."""
+    _hurry.set()
+
+
 def _terminate(
     pgid: int,
     extra: Sequence[psutil.Process],
@@ -623,12 +635,13 @@ def _terminate(
 ) -> bool:
     """SIGTERM, wait up to grace_s for `gone()`, then SIGKILL. Returns True if SIGKILL was needed.
 
-    A second KeyboardInterrupt during the grace period skips straight to SIGKILL.
+    A second KeyboardInterrupt during the grace period, or `hurry_kills`, skips straight to
+    SIGKILL.
     """
     _signal_all(pgid, extra, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not _hurry.is_set():
             reap()
             if gone():
                 return False

@@ -12,7 +12,12 @@ environments, sources, checks)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import time
+import warnings
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,6 +28,7 @@ from dlperf import DlperfError, __version__
 from dlperf.cli import checks, compare, env, parse, report, run, run_options, sources
 from dlperf.cli.help_text import WordsCommand, WordsGroup
 from dlperf.cli.output import console, err, show_warning
+from dlperf.proc import hurry_kills
 
 app = typer.Typer(
     cls=WordsGroup,
@@ -79,33 +85,82 @@ app.command(cls=WordsCommand)(compare.history)
 app.command(cls=WordsCommand)(checks.doctor)
 
 
-def main() -> None:
-    """Exit codes: 0 ok, 1 user error (clear message), 2 some benchmark failed, 130 Ctrl-C."""
-    import signal
-    import warnings
+class _Interrupts:
+    """dlperf's handler of SIGINT, SIGTERM and SIGHUP.
 
-    warnings.showwarning = show_warning
+    The first signal stops dlperf as Ctrl-C does: a KeyboardInterrupt, on which the workloads
+    are killed, the repeats that finished are stored, and `main` says so and exits 130. A later
+    one (the user asking again, or `timeout` and a terminal closing at once) must not raise
+    again: a second KeyboardInterrupt would cut the storing of the finished repeats short, or
+    escape as a traceback while the message prints. It tells proc to kill at once instead
+    (`hurry_kills`), and teardown goes on to the same end."""
 
-    def interrupt(signum: int, _frame: object) -> None:
+    def __init__(self) -> None:
+        self.signalled = False
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        if self.signalled:
+            hurry_kills()
+            return
+        self.signalled = True
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    # CI cancelling, `timeout`, `scancel` (SIGTERM) and a closed terminal (SIGHUP) stop dlperf
-    # as Ctrl-C does: workloads killed, finished repeats kept.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupt)
+
+# A test hook, unset in use (tests/test_interrupts.py): when dlperf, interrupted, is about to
+# print its message, it creates `paused` in the folder this names and waits (at most a minute)
+# for a file `go` there, so that a test can send a second signal at exactly that moment.
+TEST_PAUSE_ENV = "DLPERF_TEST_PAUSE_BEFORE_INTERRUPTED_MESSAGE"
+
+
+def _test_pause() -> None:
+    folder = os.environ.get(TEST_PAUSE_ENV)
+    if not folder:
+        return
+    Path(folder, "paused").touch()
+    deadline = time.monotonic() + 60
+    while not Path(folder, "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _dispatch() -> int:
+    """Run the command; its exit code, a DlperfError's or a usage error's said here."""
     try:
         code = app(standalone_mode=False)
     except DlperfError as exc:
         err.print(f"[red]error:[/] {esc(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
-        code = 130
+        return 130
     except TyperException as exc:  # bad usage is a user error: exit 1, not click's 2
         exc.show()
-        sys.exit(1)
+        return 1
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    """Exit codes: 0 ok, 1 user error (clear message), 2 some benchmark failed, 130 stopped by
+    a signal (Ctrl-C, SIGTERM, SIGHUP), however many came."""
+    warnings.showwarning = show_warning
+    interrupts = _Interrupts()
+    # CI cancelling, `timeout`, `scancel` (SIGTERM) and a closed terminal (SIGHUP) stop dlperf
+    # as Ctrl-C does: workloads killed, finished repeats kept. Ctrl-C keeps its inherited
+    # SIG_IGN (a background job's), as Python's own handler would.
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        if sig != signal.SIGINT or signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, interrupts)
+    try:
+        code = _dispatch()
+    except KeyboardInterrupt:  # the first signal came while an error was being said
+        code = 130
     if code == 130:  # Typer turns Ctrl-C into Exit(130) before we see it
+        interrupts.signalled = True  # from here on a signal cannot interrupt the message
+        # Teardown is done. Ignored, not handled: Python resets its handlers to the default
+        # as it shuts down, and a signal then would end dlperf by it (-15, not 130).
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        _test_pause()
         err.print(
             "[yellow]interrupted[/]: workloads stopped; repeats that had finished were stored "
             "(the others marked interrupted); a sweep resumes where it stopped"
         )
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code)
