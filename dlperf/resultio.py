@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -85,11 +86,53 @@ class SkippedResult(UserWarning):
     """A file in a results directory that is not a loadable result: skipped, never fatal."""
 
 
+class DuplicateResult(UserWarning):
+    """Two or more files of a results folder hold a result of one id (a copied result): each
+    is still read as a result of its own, paired and linked by its file."""
+
+
+# JSON may spell half of a UTF-16 surrogate pair on its own ("\ud800"): valid JSON, but no
+# Unicode text. Python reads it into a str that no UTF-8 writer takes (SQLite, a terminal, a
+# page, the feed, an export), so one such result stopped every command that reads its folder.
+# Such a result is READ, each lone surrogate shown as its escape (the six characters `\ud800`,
+# as `dlperf.printable` shows a control character), not skipped: its measurements are sound,
+# only a text field is not text, and dlperf may have written it itself (Python keeps bytes of a
+# host name, path or environment that are not UTF-8 as lone surrogates, and `json.dumps` writes
+# them so). Escaped here, where every reader loads a result, no writer downstream sees one.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_IN_JSON = re.compile(r"\\u[dD][89a-fA-F]")  # only such escapes make one
+
+
+def surrogate_escaped(text: str) -> str:
+    """`text` with each lone surrogate written as its escape (`\\ud800`)."""
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _escape_surrogates(value: Any, source: str) -> Any:
+    """A JSON value with every lone surrogate in its strings (keys too) escaped."""
+    if isinstance(value, str):
+        return surrogate_escaped(value)
+    if isinstance(value, list):
+        return [_escape_surrogates(v, source) for v in value]
+    if isinstance(value, dict):
+        out = {surrogate_escaped(k): _escape_surrogates(v, source) for k, v in value.items()}
+        if len(out) != len(value):  # "\ud800" and "\\ud800" both keys: one would be lost
+            raise DlperfError(
+                f"{source}: cannot read result: two keys differ only by a lone surrogate "
+                "(\\ud800 and its escape); fix the file"
+            )
+        return out
+    return value
+
+
 def load_result(path: Path) -> Result:
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        data = json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DlperfError(f"{path}: cannot read result: {exc}") from None
+    if _SURROGATE_IN_JSON.search(text):
+        data = _escape_surrogates(data, str(path))
     if not isinstance(data, dict):
         raise DlperfError(f"{path}: not a dlperf result (a JSON {type(data).__name__})")
     try:
@@ -102,14 +145,14 @@ def result_paths(root: Path) -> list[Path]:
     """Every result file of a results folder, sorted: exactly ``<root>/<folder>/<id>.json``
     (deeper files are raw logs; names starting with a dot are dlperf's own: the index, a
     temporary file). A folder that does not exist holds none; one that cannot be read is a
-    DlperfError naming it and the reason (never "no results"); an unreadable subfolder is
-    skipped with a SkippedResult warning."""
+    DlperfError naming it and the reason (never "no results"); an unreadable subfolder, and a
+    file or folder whose name is not UTF-8 text, are skipped with a SkippedResult warning."""
     top = _listing(Path(root))
     if top is None:
         return []
     found = []
     for entry in top:
-        if entry.name.startswith(".") or not _is_dir(entry):
+        if entry.name.startswith(".") or not _is_dir(entry) or not _named_in_text(entry):
             continue
         try:
             inner = sorted(os.scandir(entry.path), key=lambda e: e.name)
@@ -119,9 +162,25 @@ def result_paths(root: Path) -> list[Path]:
         found += [
             Path(e.path)
             for e in inner
-            if e.name.endswith(".json") and not e.name.startswith(".") and _is_file(e)
+            if e.name.endswith(".json")
+            and not e.name.startswith(".")
+            and _is_file(e)
+            and _named_in_text(e)
         ]
     return found
+
+
+def _named_in_text(entry: os.DirEntry) -> bool:
+    """Whether `entry`'s name is UTF-8 text; if not, a SkippedResult warning naming it. A result's
+    path is written everywhere (the index, links in the site, messages) and a name of other bytes
+    (Python's lone surrogates) cannot be: skipped rather than read, as the path is its identity in
+    those places and no escaped form names the file; renaming it is the user's fix."""
+    if not LONE_SURROGATE.search(entry.name):
+        return True
+    shown = os.fsencode(entry.path).decode("utf-8", "backslashreplace")
+    warnings.warn(f"skipped {shown}: its name is not UTF-8 text; rename it to read it",
+                  SkippedResult, stacklevel=3)  # fmt: skip
+    return False
 
 
 def check_readable(root: Path) -> None:

@@ -10,23 +10,22 @@ results index), and keeps a measured result that its folder refused (`unsaved`).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.files import StorageError, atomic_write
-from dlperf.identity import (
-    Machine,
-    benchmark_id,
-    identity_of,
-    machine_of,
-    same_machine,
-    settings_of,
-)
+from dlperf.identity import Machine, benchmark_id, identity_of, machine_of, settings_of
 from dlperf.index import IndexedResult, Refresh, ResultIndex, open_index
-from dlperf.resultio import check_readable, load_each, load_result, result_paths
+from dlperf.resultio import (
+    DuplicateResult,
+    check_readable,
+    load_each,
+    load_result,
+    result_paths,
+)
 from dlperf.rows import json_text
 from dlperf.schema import BenchmarkSpec, Result
 
@@ -43,20 +42,16 @@ class Stored:
     relpath: str
 
 
-def recency(result: Result) -> tuple[datetime, str]:
-    """What "newer" means for every pick of the newest result (store, compare, score,
-    reports) and the index's order: the creation time in UTC (`Result.created_at`), then
-    the id. Never `created`'s text: `...T08:00+09:00` is earlier than `...T01:00+00:00`."""
-    return (result.created_at, result.id)
-
-
 def newest(results: Iterable[Result]) -> list[Result]:
-    """The newest result (`recency`) of each benchmark x machine x settings (never merged),
-    ordered by benchmark, machine and settings."""
+    """The newest result of each benchmark x machine x settings (never merged), ordered by
+    benchmark, machine and settings."""
     latest: dict[tuple, Result] = {}
     for result in results:
         key = identity_of(result).key
-        if key not in latest or recency(result) > recency(latest[key]):
+        if key not in latest or (result.created, result.id) > (
+            latest[key].created,
+            latest[key].id,
+        ):
             latest[key] = result
     return [latest[k] for k in sorted(latest)]
 
@@ -118,11 +113,31 @@ class ResultStore:
 
     def load(self) -> list[Stored]:
         """Every loadable result with its file; the others are skipped with a SkippedResult
-        warning naming them."""
-        return [
+        warning naming them. Files holding a result of one id (a copied result) are each read,
+        with one DuplicateResult warning per id naming them."""
+        stored = [
             Stored(result, path.relative_to(self.root).as_posix())
             for path, result in load_each(self.paths())
         ]
+        self._warn_duplicate_ids(stored)
+        return stored
+
+    def _warn_duplicate_ids(self, stored: Sequence[Stored]) -> None:
+        """Readers that pair or link results go by their files (history, the regressions page
+        and feed), so a copy misleads none of them; it is still said, as it counts twice in
+        tables and exports and is seldom meant."""
+        files: dict[str, list[str]] = {}
+        for s in stored:
+            files.setdefault(s.result.id, []).append((self.root / s.relpath).as_posix())
+        for result_id, paths in files.items():
+            if len(paths) > 1:
+                warnings.warn(
+                    f"result {result_id} is in {len(paths)} files ({', '.join(paths)}): a "
+                    "copied result? Each is read as a result of its own; remove the copies "
+                    "you did not mean to keep",
+                    DuplicateResult,
+                    stacklevel=3,
+                )
 
     def results(self) -> list[Result]:
         return [s.result for s in self.load()]
@@ -136,16 +151,13 @@ class ResultStore:
         return open_index(self.root, in_memory=in_memory)
 
     def find(self, spec: BenchmarkSpec, machine: Machine) -> Result | None:
-        """The newest stored result of `spec` (its benchmark and settings) on `machine`: the
-        same recorded hardware (`same_machine`), so none for a machine with none recorded."""
-        rows = self._query(spec, machine) if machine.known else []
+        """The newest stored result of `spec` (its benchmark and settings) on `machine`."""
+        rows = self._query(spec, machine)
         for row in reversed(rows):  # newest first; a file removed since the refresh is passed
             try:
-                found = load_result(self.root / row.path)
+                return load_result(self.root / row.path)
             except DlperfError:  # removed or changed since the refresh: the next newest
                 continue
-            if same_machine(machine_of(found), machine):  # not another one whose id collides
-                return found
         return None
 
     def baseline(self, result: Result) -> Result | None:

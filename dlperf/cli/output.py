@@ -126,6 +126,15 @@ def print_json(data: object) -> None:
     write_json(json.dumps(data, indent=2) + "\n")
 
 
+_WARNED: set[str] = set()
+
+
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings from the core (a skipped result file) as one line, without source lines."""
+    """Warnings from the core (a skipped result file) as one line, without source lines; each
+    text once per command: `publish` and `history` read a folder both through its index and its
+    files, and a skipped file or a copied result is one thing to say (Python's own once-per-place
+    filter forgets whenever a library sets a filter, and the places differ)."""
+    if str(message) in _WARNED:
+        return
+    _WARNED.add(str(message))
     err.print(f"[yellow]warning:[/] {esc(str(message))}", highlight=False, soft_wrap=True)

@@ -13,13 +13,14 @@ result files, and its links are relative to the site (the feed lives beside `ind
 
 from __future__ import annotations
 
+import re
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from dlperf.history import HistoryPoint
+from dlperf.history import HistoryPoint, with_baselines
 from dlperf.identity import settings_label
 from dlperf.printable import printable
 
@@ -64,17 +65,24 @@ class Change:
 
 def significant_changes(points: Iterable[HistoryPoint], improvements: bool = True) -> list[Change]:
     """Every regression (and, with `improvements`, every improvement) among history's
-    `points`, each with the result it was judged against; newest first."""
-    points = list(points)
-    by_path = {(p.series, p.result_id): p for p in points}
+    `points` (whole series, in history's order: `history` without `last`), each with the
+    result it was judged against; newest first.
+
+    Each point is paired with its baseline by `history.with_baselines`, the function history
+    judged it with, so by file: a point's `baseline_id` alone names two files when a result
+    was copied, and the change would be drawn against the wrong one (the copy's numbers and
+    link)."""
+    series: dict[tuple[str, str], list[HistoryPoint]] = {}
+    for p in points:
+        series.setdefault(p.series, []).append(p)
     kinds = {REGRESSION, IMPROVEMENT} if improvements else {REGRESSION}
     found = []
-    for p in points:
-        if p.verdict not in kinds or p.baseline_id is None:
-            continue
-        before = by_path.get((p.series, p.baseline_id))
-        if before is not None:
-            found.append(Change(before, p))
+    for line in series.values():
+        for p, before in with_baselines(line):
+            if p.verdict not in kinds or not isinstance(before, HistoryPoint):
+                continue
+            if before.result_id == p.baseline_id:  # else not a whole series: never guessed
+                found.append(Change(before, p))  # type: ignore[arg-type]
     return sorted(found, key=lambda c: (c.after.created_utc, c.after.path), reverse=True)
 
 
@@ -114,13 +122,27 @@ def _summary(change: Change) -> str:
     return "\n".join(lines)
 
 
+# What XML 1.0 cannot hold beyond the C0 controls (`printable` shows those escaped): the
+# non-characters U+FFFE and U+FFFF and surrogates. Not even a character reference (&#xFFFE;)
+# may name one, so ElementTree writes them as they are, and a feed holding one is not XML.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str, keep_lines: bool = False) -> str:
+    """Stored text as an XML 1.0 document may hold it: its control characters shown escaped
+    (`dlperf.printable`; `keep_lines` keeps new lines and tabs), and so are the characters XML
+    forbids outright (`\\ufffe`)."""
+    shown = printable(text, keep_lines=keep_lines)
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", shown)
+
+
 def _add(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
-    """An Atom element; stored text with its control characters shown (`dlperf.printable`):
-    XML 1.0 has no way to write most of them, and a feed holding one is not XML."""
-    element = ET.SubElement(parent, f"{{{ATOM}}}{tag}", {k: printable(v) for k, v in
+    """An Atom element; every text and attribute value passes `xml_text`: a feed holding a
+    character XML 1.0 forbids is not XML, and feed readers drop it whole."""
+    element = ET.SubElement(parent, f"{{{ATOM}}}{tag}", {k: xml_text(v) for k, v in
                                                           attrs.items()})  # fmt: skip
     if text is not None:
-        element.text = printable(text, keep_lines=True)
+        element.text = xml_text(text, keep_lines=True)
     return element
 
 
@@ -162,4 +184,5 @@ __all__ = [
     "render_feed",
     "result_href",
     "significant_changes",
+    "xml_text",
 ]
