@@ -13,11 +13,19 @@ import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.files import StorageError, atomic_write
-from dlperf.identity import Machine, benchmark_id, identity_of, machine_of, settings_of
+from dlperf.identity import (
+    Machine,
+    benchmark_id,
+    identity_of,
+    machine_of,
+    same_machine,
+    settings_of,
+)
 from dlperf.index import IndexedResult, Refresh, ResultIndex, open_index
 from dlperf.resultio import (
     DuplicateResult,
@@ -42,16 +50,20 @@ class Stored:
     relpath: str
 
 
+def recency(result: Result) -> tuple[datetime, str]:
+    """What "newer" means for every pick of the newest result (store, compare, score,
+    reports) and the index's order: the creation time in UTC (`Result.created_at`), then
+    the id. Never `created`'s text: `...T08:00+09:00` is earlier than `...T01:00+00:00`."""
+    return (result.created_at, result.id)
+
+
 def newest(results: Iterable[Result]) -> list[Result]:
-    """The newest result of each benchmark x machine x settings (never merged), ordered by
-    benchmark, machine and settings."""
+    """The newest result (`recency`) of each benchmark x machine x settings (never merged),
+    ordered by benchmark, machine and settings."""
     latest: dict[tuple, Result] = {}
     for result in results:
         key = identity_of(result).key
-        if key not in latest or (result.created, result.id) > (
-            latest[key].created,
-            latest[key].id,
-        ):
+        if key not in latest or recency(result) > recency(latest[key]):
             latest[key] = result
     return [latest[k] for k in sorted(latest)]
 
@@ -151,13 +163,16 @@ class ResultStore:
         return open_index(self.root, in_memory=in_memory)
 
     def find(self, spec: BenchmarkSpec, machine: Machine) -> Result | None:
-        """The newest stored result of `spec` (its benchmark and settings) on `machine`."""
-        rows = self._query(spec, machine)
+        """The newest stored result of `spec` (its benchmark and settings) on `machine`: the
+        same recorded hardware (`same_machine`), so none for a machine with none recorded."""
+        rows = self._query(spec, machine) if machine.known else []
         for row in reversed(rows):  # newest first; a file removed since the refresh is passed
             try:
-                return load_result(self.root / row.path)
+                found = load_result(self.root / row.path)
             except DlperfError:  # removed or changed since the refresh: the next newest
                 continue
+            if same_machine(machine_of(found), machine):  # not another one whose id collides
+                return found
         return None
 
     def baseline(self, result: Result) -> Result | None:
