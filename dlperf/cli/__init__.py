@@ -143,10 +143,11 @@ def main() -> None:
     warnings.showwarning = show_warning
     interrupts = _Interrupts()
     # CI cancelling, `timeout`, `scancel` (SIGTERM) and a closed terminal (SIGHUP) stop dlperf
-    # as Ctrl-C does: workloads killed, finished repeats kept. Ctrl-C keeps its inherited
-    # SIG_IGN (a background job's), as Python's own handler would.
+    # as Ctrl-C does: workloads killed, finished repeats kept. A signal inherited as ignored
+    # stays ignored, as Python's own SIGINT handler does: `nohup` ignores SIGHUP so that a
+    # sweep outlives its terminal, a shell starts a background job with SIGINT ignored.
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        if sig != signal.SIGINT or signal.getsignal(sig) is not signal.SIG_IGN:
+        if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, interrupts)
     try:
         code = _dispatch()
