@@ -15,6 +15,10 @@ SUITE = "mlperf-training"  # spec.options["suite"] and metrics.peer's key of the
 # as the reason).
 NO_SCORE = "no MLPerf score: "
 NO_MFU = "no MFU: "
+NO_THROUGHPUT = "no throughput: "
+# How the warning of an input the importer left out begins (a folder with no system
+# description, a FIFO among the result files): `dlperf parse` then exits 2.
+LEFT_OUT = "left out: "
 
 
 def is_published_reference(result: Result) -> bool:
@@ -27,3 +31,10 @@ def why_missing(result: Result, prefix: str) -> str | None:
     said; None when it said nothing."""
     said = next((w for w in result.warnings if w.startswith(prefix)), None)
     return said[len(prefix) :] if said else None
+
+
+def per_accelerator_text(value: float, large: str = ".0f") -> str:
+    """Samples/s per accelerator with the digits that matter: from 100 up in the `large`
+    format (7823), below it three significant digits (70.3, and 0.256 where an LLM's
+    fine-tuning trains a fraction of a sample per second on each accelerator, not "0")."""
+    return format(value, large) if value >= 100 else f"{value:.3g}"

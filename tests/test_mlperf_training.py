@@ -20,6 +20,7 @@ from conftest import fixtures_dir
 
 from dlperf import DlperfError
 from dlperf.importers.mlperf_training import import_folders
+from dlperf.published import LEFT_OUT
 from dlperf.schema import RepeatStatus, ResultStatus
 
 MXNET = "v4.0-NVIDIA-h200_ngc24.04_mxnet-resnet"
@@ -295,9 +296,132 @@ def test_a_benchmark_without_a_samples_count_is_not_imported_and_said(fixtures, 
     for log in other.glob("result_*.txt"):
         text = log.read_text(encoding="latin-1")
         log.write_text(text.replace('"value": "resnet"', '"value": "minigo"'), "latin-1")
-    with pytest.raises(DlperfError, match="not imported: .*minigo .*nothing to import"):
+    with pytest.raises(DlperfError, match="left out: .*minigo .*nothing to import"):
         import_folders([other], results_dir=tmp_path / "r")
     good = copy(fixtures, MXNET, tmp_path)
     (result, _), = import_folders([good, other], results_dir=tmp_path / "r")  # fmt: skip
     assert result.spec.model == "resnet50"
-    assert any(w.startswith("not imported:") and "samples_count" in w for w in result.warnings)
+    assert any(w.startswith(LEFT_OUT) and "samples_count" in w for w in result.warnings)
+
+
+# --- Throughput in each submitter's units (issue 30, row 14) ----------------------------------
+# Small MLLOG logs written here, each timed by the test: the same training spelt in the units
+# different submitters log must give one throughput.
+
+T0 = 1_714_000_000_000  # ms
+
+
+def mllog(folder: Path, benchmark: str, records: list[tuple[float, str, object, dict]]) -> Path:
+    """A one-run benchmark folder (with a system.json of 1 node x 8 accelerators) whose
+    result_0.txt holds `records` ((seconds after T0, key, value, metadata)) as :::MLLOG lines."""
+    folder.mkdir(parents=True)
+    (folder / "system.json").write_text(
+        json.dumps({"submitter": "test", "number_of_nodes": "1", "accelerators_per_node": "8",
+                    "accelerator_model_name": "NVIDIA H100-SXM5-80GB", "framework": "PyTorch"})
+    )  # fmt: skip
+    head = [(0, "submission_benchmark", benchmark, {}), (0, "run_start", None, {})]
+    lines = []
+    for seconds, key, value, meta in [*head, *records]:
+        event = {"namespace": "", "time_ms": T0 + round(seconds * 1000), "event_type": "x",
+                 "key": key, "value": value, "metadata": {"file": "t.py", **meta}}  # fmt: skip
+        lines.append(f":::MLLOG {json.dumps(event)}\n")
+    (folder / "result_0.txt").write_text("".join(lines))
+    return folder
+
+
+def epochs_log(epochs: int, seconds: float, eval_s: float) -> list[tuple]:
+    """`epochs` epoch marks of `seconds` each, an evaluation of `eval_s` after each."""
+    out, t = [], 1.0
+    for e in range(epochs):
+        out += [(t, "epoch_start", e, {"epoch_num": e}), (t + seconds, "epoch_stop", e, {})]
+        t += seconds
+        out += [(t, "eval_start", e, {}), (t + eval_s, "eval_accuracy", 0.3, {"epoch_num": e}),
+                (t + eval_s, "eval_stop", e, {})]  # fmt: skip
+        t += eval_s
+    return [*out, (t, "run_stop", None, {"status": "success"})]
+
+
+def one_run(folder: Path, tmp_path: Path):
+    (result, _), = import_folders([folder], results_dir=tmp_path / "r" / folder.name)  # fmt: skip
+    return result, result.repeats[0]
+
+
+def test_retinanet_steps_per_epoch_are_counted_as_the_images_they_trained(tmp_path) -> None:
+    """Lenovo's and NVIDIA's RetinaNet (`ssd`) logs give train_samples as the steps of an
+    epoch at their global batch (4,572 at 256), not its 1,170,301 images."""
+    batch, steps, images = 256, 4572, 1_170_301
+    marks = epochs_log(epochs=5, seconds=500, eval_s=30)
+    as_steps = mllog(tmp_path / "v4.0-a" / "ssd", "ssd", [
+        (0, "global_batch_size", batch, {}), (0, "train_samples", steps, {}), *marks])  # fmt: skip
+    as_images = mllog(tmp_path / "v4.0-b" / "ssd", "ssd", [
+        (0, "global_batch_size", batch, {}), (0, "train_samples", images, {}), *marks])  # fmt: skip
+    _, by_steps = one_run(as_steps, tmp_path)
+    _, by_images = one_run(as_images, tmp_path)
+    assert by_steps.throughput == pytest.approx(by_images.throughput, rel=1e-12)
+    per_epoch = by_steps.training.samples / 5
+    assert abs(per_epoch - steps * batch) < batch  # the images of 4,572 steps, to one batch
+    assert by_steps.throughput == pytest.approx(by_steps.training.samples / (5 * 500))
+    assert "steps per epoch at global batch 256" in by_steps.training.note
+    # per accelerator: hundreds of images/s, not the 1-2 of train_samples x epochs
+    assert 100 < by_steps.throughput / 8 < 1000
+
+
+def test_unet3d_epoch_numbers_logged_as_samples_or_epochs_give_one_throughput(tmp_path) -> None:
+    """NVIDIA-derived UNet3D logs first_epoch_num/epoch_count in samples (168, 3360, 6720...),
+    the reference in epochs (1, 20, 40...); KiTS19 has 168 training cases."""
+    blocks, each_s, cases = 6, 6.0, 168
+
+    def blocks_log(first, count) -> list[tuple]:
+        out = [(0, "global_batch_size", 56, {}), (0, "train_samples", cases, {})]
+        for b in range(blocks):
+            meta = {"first_epoch_num": first(b), "epoch_count": count}
+            out += [(1 + b * each_s, "block_start", None, meta),
+                    (1 + (b + 1) * each_s, "block_stop", None, meta)]  # fmt: skip
+        return [*out, (1 + blocks * each_s, "run_stop", None, {"status": "success"})]
+
+    nvidia = blocks_log(lambda b: cases if b == 0 else 20 * cases * b, 20 * cases)
+    reference = blocks_log(lambda b: 1 if b == 0 else 20 * b, 20)
+    in_samples = mllog(tmp_path / "v4.0-a" / "unet3d", "unet3d", nvidia)
+    in_epochs = mllog(tmp_path / "v4.0-b" / "unet3d", "unet3d", reference)
+    _, samples_run = one_run(in_samples, tmp_path)
+    _, epochs_run = one_run(in_epochs, tmp_path)
+    expected = blocks * 20 * cases / (blocks * each_s)  # 20 epochs of 168 cases a block
+    assert epochs_run.throughput == pytest.approx(expected)
+    assert samples_run.throughput == pytest.approx(expected)  # not 168 times as many
+    assert "read as samples" in samples_run.training.note
+
+
+def test_a_unit_that_cannot_be_told_stores_no_throughput_and_says_why(tmp_path, fixtures) -> None:
+    from dlperf.published import NO_THROUGHPUT
+    from dlperf.report.references import references_section
+
+    folder = mllog(tmp_path / "v4.0-odd" / "ssd", "ssd", [
+        (0, "global_batch_size", 256, {}), (0, "train_samples", 12345, {}),
+        *epochs_log(epochs=5, seconds=500, eval_s=30)])  # fmt: skip
+    result, run = one_run(folder, tmp_path)  # stored: MLPerf's verdicts stay
+    assert run.throughput is None and result.metrics.throughput is None
+    why = next(w for w in result.warnings if w.startswith(NO_THROUGHPUT))
+    assert "train_samples 12,345 is neither ssd's data set" in why
+    assert "steps per epoch at global batch 256" in why
+    page = "\n".join(references_section([result], "ssd", []))
+    assert "train_samples 12,345 is neither" in page  # the report's dash says why
+
+
+@pytest.mark.multiprocess
+def test_a_fraction_of_a_sample_per_accelerator_is_printed_with_its_digits(
+    fixtures, tmp_path
+) -> None:
+    """LLM fine-tuning trains a fraction of a sample per second on each accelerator; the
+    headline printed "0 samples/s". Here: a real BERT submission said to have run on 65,536
+    accelerators."""
+    folder = copy(fixtures, PADDLE, tmp_path)
+    system = json.loads((folder / "system.json").read_text())
+    system.update(number_of_nodes=64, accelerators_per_node=1024)
+    (folder / "system.json").write_text(json.dumps(system))
+    code, out = parse(str(folder), "--results-dir", str(tmp_path / "r"))
+    assert code == 0, out
+    (path,) = (tmp_path / "r").rglob("*.json")
+    stored = json.loads(path.read_text())
+    per = stored["metrics"]["throughput"]["median"] / 65_536
+    assert per < 1
+    assert f"MLPerf score {README_SCORES[PADDLE]} min, {per:.3g} samples/s per accelerator" in out

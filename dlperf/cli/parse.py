@@ -187,8 +187,9 @@ def _importer_of(source: str) -> tuple[tuple[str, ...], Importer]:
 
 def _show_imported(imported: Imported, json_out: bool) -> None:
     """Each imported result's headline and stored file, their warnings by kind, with --json the
-    stored files; exit 2 when one of them failed."""
+    stored files; exit 2 when one of them failed, or the import left some input out."""
     from dlperf.identity import describe
+    from dlperf.published import LEFT_OUT
 
     out = err if json_out else console  # with --json, stdout is the JSON alone
     for result, path in imported:
@@ -200,5 +201,6 @@ def _show_imported(imported: Imported, json_out: bool) -> None:
         stored = [path.read_text().rstrip("\n") for _, path in imported]
         one = len(stored) == 1
         write_json((stored[0] if one else "[\n" + ",\n".join(stored) + "\n]") + "\n")
-    if any(result.status.value != "ok" for result, _ in imported):
+    left_out = any(w.startswith(LEFT_OUT) for result, _ in imported for w in result.warnings)
+    if left_out or any(result.status.value != "ok" for result, _ in imported):
         raise typer.Exit(2)

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from dlperf.analysis import per_device
 from dlperf.cli.output import console, indented, print_whole, whole_column
-from dlperf.published import is_published_reference
+from dlperf.published import is_published_reference, per_accelerator_text
 from dlperf.stats import ci_text
 from dlperf.warning_kinds import group_warnings
 
@@ -50,7 +50,7 @@ def headline(result) -> str:
         return f"{name} {run.scenario}: {run.metric} {lg.median:.6g} {lg.unit} ({valid})"
     if m.score is not None and is_published_reference(result):
         per = per_device(result)
-        each = f", {per:.0f} samples/s per accelerator" if per else ""
+        each = f", {per_accelerator_text(per)} samples/s per accelerator" if per else ""
         return f"{name}: MLPerf score {m.score:.6g} {m.score_unit}{each}"
     if m.score is not None:
         return f"{name}: {m.score:.6g} {m.score_unit}"

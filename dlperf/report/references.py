@@ -13,7 +13,14 @@ from collections.abc import Iterable, Sequence
 
 from dlperf.analysis import per_device
 from dlperf.identity import benchmark_id
-from dlperf.published import NO_MFU, NO_SCORE, is_published_reference, why_missing
+from dlperf.published import (
+    NO_MFU,
+    NO_SCORE,
+    NO_THROUGHPUT,
+    is_published_reference,
+    per_accelerator_text,
+    why_missing,
+)
 from dlperf.report._data import file_stem, headlines
 from dlperf.report.cells import DASH, code, table, text
 from dlperf.report.tables import heading
@@ -114,6 +121,10 @@ def _reference_row(r: Result, yours: bool, reasons: list[str]) -> list[str]:
 
     s, options, m = r.spec, r.spec.options, r.metrics
     value = per_device(r)
+    if value is not None:
+        throughput = per_accelerator_text(value, ",.1f")
+    else:
+        throughput = dash("samples/s", why_missing(r, NO_THROUGHPUT) or "no throughput")
     if m.score is not None:
         score = f"{m.score:.2f}"
     else:
@@ -133,7 +144,7 @@ def _reference_row(r: Result, yours: bool, reasons: list[str]) -> list[str]:
         options.get("submitter") or DASH,
         f"{options.get('round', '?')}{division}",
         f"{s.world_size} ({s.nodes} x {s.devices_per_node})",
-        DASH if value is None else f"{value:,.1f}",
+        throughput,
         score,
         mfu,
     ]
