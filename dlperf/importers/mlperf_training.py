@@ -59,12 +59,18 @@ RESULT_FILES = "result_*.txt"
 # gigabytes: it is refused, saying which file and cap.
 MAX_RUNS = 100
 MAX_LOG_BYTES = 64 * 2**20
-MAX_LOG_RECORDS = 200_000
+MAX_LOG_RECORDS = 100_000  # per log, and the marks a folder's runs keep (USED_KEYS) together
 MAX_LINE_CHARS = 64 * 2**10
 MAX_JSON_BYTES = 2**20  # system.json, scaling.json
 # No count in an MLPerf log comes near this (Criteo's 4.2e9 samples, GPT-3's 1.4e9 tokens, times
 # in ms since 1970 at 1.7e12): beyond it, or not finite, a number is damage, not a measurement.
 MAX_COUNT = 1e15
+# The lines a run keeps once checked: what its throughput, batch and FLOPs are read from.
+USED_KEYS = frozenset((
+    "submission_benchmark", "global_batch_size", "train_samples", "max_predictions_per_seq",
+    "run_start", "run_stop", "epoch_start", "epoch_stop", "block_start", "block_stop",
+    "eval_start", "eval_stop", "eval_accuracy",
+))  # fmt: skip
 # MLPerf's benchmark names -> dlperf's models (others keep MLPerf's name).
 MODELS = {"resnet": "resnet50", "bert": "bert-large"}
 # The training set of each benchmark whose log counts progress in epochs (MLPerf's rules fix
@@ -720,13 +726,25 @@ def folder_result(folder: Folder, stop_if_interrupted: Callable[[], None] = lamb
     nodes = _count(system, "number_of_nodes", folder, MAX_NODES)
     per_node = _count(system, "accelerators_per_node", folder, MAX_DEVICES_PER_NODE)
     files, unread = run_files(folder.path)
-    checked = []
+    checked, readable, kept = [], [], 0
     for file in files:
         try:
-            checked.append(checked_run(file, folder.ruleset))
+            run, lines = checked_run(file, folder.ruleset)
         except LeftOut as why:  # replaced by a FIFO or a device since it was listed
             unread.append(f"{LEFT_OUT}{why}")
-        stop_if_interrupted()
+            continue
+        finally:
+            stop_if_interrupted()
+        # Only the marks stay: a folder's worth of whole logs is gigabytes within the caps.
+        marks = [ll for ll in lines if isinstance(ll.key, str) and ll.key in USED_KEYS]
+        kept += len(marks)
+        if kept > MAX_LOG_RECORDS:
+            raise DlperfError(
+                f"{folder.path}: its runs hold more than {MAX_LOG_RECORDS:,} training marks "
+                f"(MLCommons' hold thousands at most): {DAMAGED}"
+            )
+        checked.append((run, marks))
+        readable.append(bool(lines))
     if not checked:
         raise LeftOut(f"none of its {RESULT_FILES} is a regular file")
     benchmark = benchmark_of(folder, checked)
@@ -756,14 +774,14 @@ def folder_result(folder: Folder, stop_if_interrupted: Callable[[], None] = lamb
         },
     )
     repeats = []
-    for i, (run, lines) in enumerate(checked, 1):
+    for i, ((run, lines), any_line) in enumerate(zip(checked, readable, strict=True), 1):
         workload = {
             "flops_per_sample": flops_per_sample(benchmark, lines, Path(run.file)),
             "device_name": accelerator,
             "framework_version": str(system.get("framework", "")) or None,
         }
         run = with_throughput(run, benchmark, lines, global_batch)
-        repeats.append(run_repeat(i, run, workload, readable=bool(lines)))
+        repeats.append(run_repeat(i, run, workload, readable=any_line))
     result = imported_result(spec, repeats)
     score, factor, why_not = mlperf_score(benchmark, folder, [r.training for r in repeats])
     if not any(r.throughput for r in repeats):  # the score stays; the reason is said
