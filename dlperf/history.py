@@ -11,7 +11,9 @@ ok repeats is judged against the previous point that had some (its baseline), by
 on the two sides' repeat values: the change must be larger than the threshold and significant
 (exact Mann-Whitney U, or the t-intervals' fallback for three repeats or fewer) to be an
 improvement or a regression. A point without an ok repeat is "failed"; the first measured
-point of a series is "first".
+point of a series is "first". Results whose machine's hardware was not recorded (imported logs)
+may come from several machines, so they are listed but not judged ("machine unknown") unless
+the caller asks for it (`across_machines`, `--across-machines`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from dlperf import DlperfError
 from dlperf.compare import check_threshold
-from dlperf.identity import differences, id_matches
+from dlperf.identity import UNKNOWN, differences, id_matches
 from dlperf.index import IndexedResult, Refresh
 from dlperf.resultio import SkippedResult
 from dlperf.schema import utc_time
@@ -34,6 +36,7 @@ from dlperf.store import ResultStore
 
 FIRST = "first"
 FAILED = "failed"
+NOT_JUDGED = "machine unknown"  # no hardware recorded: its points are not judged by default
 
 
 @dataclass(frozen=True)
@@ -148,12 +151,14 @@ def history(
     *,
     threshold: float = 0.05,
     last: int | None = None,
+    across_machines: bool = False,
 ) -> tuple[list[HistoryPoint], Refresh]:
     """Every series' points that pass `filters`, by benchmark, machine, then time, each judged
     against its baseline (see the module docstring); `last`: only each series' newest `last`
-    points (still judged against the points before them). Also returns what refreshing the
-    index found. Files that are not loadable results are skipped with a SkippedResult warning,
-    as `ResultStore.load` does."""
+    points (still judged against the points before them); `across_machines`: judge results of
+    unknown machines against each other too. Also returns what refreshing the index found.
+    Files that are not loadable results are skipped with a SkippedResult warning, as
+    `ResultStore.load` does."""
     check_threshold(threshold)
     if last is not None and last < 1:
         raise DlperfError(f"--last {last}: give 1 or more points per configuration")
@@ -177,7 +182,7 @@ def history(
         # made of), so machines whose ids collide are never judged against each other.
         rows.sort(key=_machine_series)  # stable: each series stays in time order
         plan = [pair for _key, group in groupby(rows, key=_machine_series)
-                for pair in with_baselines(list(group), last)]  # fmt: skip
+                for pair in with_baselines(list(group), last, across_machines)]  # fmt: skip
         # compare's test for each pair, kept in the index: a long history is tested once.
         judged = [(base, row) for row, base in plan if row.values and base and base.values]
         known = index.significances(judged)
@@ -189,7 +194,8 @@ def history(
         index.close()
     for _path, error in refresh.skipped:
         warnings.warn(f"skipped {error}", SkippedResult, stacklevel=2)
-    points = [_point(row, base, threshold, known.get((base.path, row.path)) if base else None)
+    points = [_point(row, base, threshold, known.get((base.path, row.path)) if base else None,
+                     judged=across_machines or _machine_known(row))
               for row, base in plan]  # fmt: skip
     return points, refresh
 
@@ -204,21 +210,31 @@ def history_points(
     *,
     threshold: float = 0.05,
     last: int | None = None,
+    across_machines: bool = False,
 ) -> list[HistoryPoint]:
     """`history`'s points alone."""
-    return history(results_dir, filters, threshold=threshold, last=last)[0]
+    return history(
+        results_dir, filters, threshold=threshold, last=last, across_machines=across_machines
+    )[0]
+
+
+def _machine_known(row: IndexedResult) -> bool:
+    return row.row["machine_id"] != UNKNOWN
 
 
 def with_baselines(
-    rows: Sequence[IndexedResult], last: int | None = None
+    rows: Sequence[IndexedResult], last: int | None = None, across_machines: bool = False
 ) -> list[tuple[IndexedResult, IndexedResult | None]]:
     """One series' rows (in time order), each with its baseline (module docstring); `last`:
-    only the newest `last` rows, their baselines found among all."""
+    only the newest `last` rows, their baselines found among all. The rows of a machine whose
+    hardware was not recorded have none unless `across_machines`: they may be two machines."""
+    judged = across_machines or not rows or _machine_known(rows[0])
     pairs: list[tuple[IndexedResult, IndexedResult | None]] = []
     measured: IndexedResult | None = None  # the newest earlier row with ok repeats
     for i, row in enumerate(rows):
         previous = rows[i - 1] if i else None
-        pairs.append((row, (measured or previous) if row.values else previous))
+        base = (measured or previous) if row.values else previous
+        pairs.append((row, base if judged else None))
         if row.values:
             measured = row
     return pairs if last is None else pairs[max(0, len(pairs) - last) :]
@@ -229,10 +245,13 @@ def _point(
     base: IndexedResult | None,
     threshold: float,
     known: Significance | None = None,
+    judged: bool = True,
 ) -> HistoryPoint:
     change = test = p = significant = None
     if not row.values:
         verdict = FAILED
+    elif not judged:
+        verdict = NOT_JUDGED
     elif base is None or not base.values:
         verdict = FIRST
     else:

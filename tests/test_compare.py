@@ -101,7 +101,7 @@ def test_history_score_and_export_keep_machines_apart(two_machines: Path, tmp_pa
     assert all(p.verdict == "first" for p in points)
     assert {p.machine for p in points} == {machine_of(here).label, machine_of(there).label}
     out = CliRunner().invoke(app, ["history", "--results-dir", str(two_machines),
-                                   "--machine", "Xeon", "--json"])  # fmt: skip
+                                   "--machine", "Platinum 8480", "--json"])  # fmt: skip
     assert out.exit_code == 0, out.output
     (point,) = json.loads(out.stdout)["points"]
     assert point["machine"] == machine_of(there).label and point["cpu_count"] == 224
@@ -115,9 +115,9 @@ def test_history_score_and_export_keep_machines_apart(two_machines: Path, tmp_pa
     scored = ["score", "--reference", str(ref), "--results-dir", str(two_machines)]
     out = CliRunner().invoke(app, [*scored, "--machine", machine_of(here).id])
     assert out.exit_code == 0 and "score 1000.0" in out.output
-    out = CliRunner().invoke(app, [*scored, "--machine", "Xeon"])
+    out = CliRunner().invoke(app, [*scored, "--machine", "Platinum 8480"])
     assert out.exception.exit_code == 3 and "frozen on" in str(out.exception)  # main() exits 3
-    out = CliRunner().invoke(app, [*scored, "--machine", "Xeon", "--across-machines"])
+    out = CliRunner().invoke(app, [*scored, "--machine", "Platinum 8480", "--across-machines"])
     assert out.exit_code == 0 and "score 3000.0" in out.output and "across machines" in out.output
     # Export: one row per machine, each saying which.
     out = CliRunner().invoke(app, ["export", "--format", "json", "--results-dir",

@@ -52,7 +52,8 @@ def result(values, *, when: str, framework: str = "pytorch", model: str = "resne
         for i, v in enumerate(values, 1)
     ]  # fmt: skip
     environment = Environment(dlperf_version="0.1.0", host="test-host", os="linux",
-                              python="3.11.7", framework_version=fw, **env)  # fmt: skip
+                              python="3.11.7", framework_version=fw,
+                              **{"cpu": "Test CPU", "cpu_count": 2, **env})  # fmt: skip
     rid = rid or when[:19].replace("-", "").replace(":", "") + f"Z-{framework[:3]}{model[:3]}"
     built = build_result(spec, rid, repeats,
                          environment=environment)  # fmt: skip

@@ -191,6 +191,30 @@ def test_results_with_no_hardware_recorded_pair_only_when_asked(tmp_path: Path) 
     assert out.exit_code == 0, out.output
 
 
+def test_history_judges_no_unknown_machine_against_another_unless_asked(tmp_path: Path) -> None:
+    """One folder of results with no hardware recorded (imported logs from anywhere): history
+    lists them, judges none of them against another (no regression on the site or its feed
+    either) unless --across-machines; a known machine's series is judged as ever."""
+    from dlperf.report.site import write_site
+
+    day1, day2 = "2025-01-01T00:00:00+00:00", "2025-01-02T00:00:00+00:00"
+    folder = stored(tmp_path / "results",
+                    made(BASE, created=day1, rid="x"), made(SLOWER, created=day2, rid="y"),
+                    made(BASE, created=day1, rid="k1", **EPYC),
+                    made(SLOWER, created=day2, rid="k2", **EPYC))  # fmt: skip
+    out = cli("history", "--results-dir", str(folder), "--json")
+    assert out.exit_code == 0, out.output
+    verdicts = {p["id"]: (p["verdict"], p["baseline_id"]) for p in json.loads(out.stdout)["points"]}
+    assert verdicts == {"x": ("machine unknown", None), "y": ("machine unknown", None),
+                        "k1": ("first", None), "k2": ("regression", "k1")}  # fmt: skip
+    out = cli("history", "--results-dir", str(folder), "--across-machines", "--json")
+    verdicts = {p["id"]: (p["verdict"], p["baseline_id"]) for p in json.loads(out.stdout)["points"]}
+    assert verdicts["y"] == ("regression", "x") and verdicts["k2"] == ("regression", "k1")
+    write_site(folder, tmp_path / "site")
+    feed = (tmp_path / "site" / "regressions.xml").read_text()
+    assert "k2" in feed and "/y.json" not in feed  # the known machine's regression alone
+
+
 def test_an_old_short_machine_id_still_names_its_machine(tmp_path: Path) -> None:
     """Reports and scripts written before ids grew hold 8 digits: --machine takes them."""
     folder = stored(tmp_path, made(BASE, created="2025-01-01T00:00:00+00:00", rid="i", **INTEL),

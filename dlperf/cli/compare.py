@@ -130,6 +130,7 @@ def history(
     until: co.Until = None,
     last: co.HistoryLast = None,
     threshold: co.Threshold = 0.05,
+    across_machines: co.HistoryAcrossMachines = False,
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
     json_out: co.HistoryJson = False,
 ) -> None:
@@ -152,7 +153,9 @@ def history(
         since=since,
         until=until,
     )
-    points, refresh = history_of(results_dir, filters, threshold=threshold, last=last)
+    points, refresh = history_of(
+        results_dir, filters, threshold=threshold, last=last, across_machines=across_machines
+    )
     if not points:
         raise DlperfError(f"no results in {results_dir} match these filters")
     out = err if json_out else console  # with --json, stdout is the JSON alone
@@ -175,6 +178,7 @@ def history(
             {
                 "threshold": threshold,
                 "filters": asdict(filters),
+                "across_machines": across_machines,
                 "points": [p.as_json() for p in points],
             }
         )

@@ -54,6 +54,16 @@ AcrossMachines = Annotated[
     ),
 ]
 
+HistoryAcrossMachines = Annotated[
+    bool,
+    typer.Option(
+        "--across-machines",
+        help="Judge the results of machines whose hardware was not recorded (imported logs) "
+        "against each other; by default they are listed as 'machine unknown', not judged: "
+        "they may come from several machines.",
+    ),
+]
+
 ScoreJson = Annotated[
     bool,
     typer.Option(

@@ -44,6 +44,7 @@ VERDICT_STYLES = {
     "no change": "dim",
     "failed": "red",
     "first": "dim",
+    "machine unknown": "dim",
 }
 
 
