@@ -387,6 +387,25 @@ class Score:
     reference_machine: str = ""  # the reference's ("" before references recorded it)
 
 
+def _speedup(key: str, ref: Entry, new: Entry) -> float:
+    """One configuration's speedup over the reference (V0: new / reference for a throughput,
+    reference / new for a time), refused unless a finite number above 0: a score made of an
+    infinite or zero speedup would read as a number (inf, 0) and mean nothing."""
+    if not (math.isfinite(new.value) and new.value > 0):
+        raise DlperfError(
+            f"{key}: this result's {new.unit or 'value'} {new.value!r} cannot be scored (a "
+            "finite number above 0 is needed); rerun it, or move its file out of the results folder"
+        )
+    speedup = new.value / ref.value if ref.higher_is_better else ref.value / new.value
+    if not (math.isfinite(speedup) and speedup > 0):
+        raise DlperfError(
+            f"{key}: the speedup over the reference's {ref.value!r} is {speedup!r}, not a "
+            "finite number above 0; check that reference entry (freeze it again with "
+            "`dlperf score --freeze`)"
+        )
+    return speedup
+
+
 def weighted_score(
     reference: dict[str, Entry], current: dict[str, Entry], hierarchy: Hierarchy
 ) -> Score:
@@ -411,16 +430,24 @@ def weighted_score(
     speedups, weights = {}, {}
     for model, keys in by_model.items():
         for key in keys:
-            ref, new = reference[key], current[key]
-            speedups[key] = new.value / ref.value if ref.higher_is_better else ref.value / new.value
+            speedups[key] = _speedup(key, reference[key], current[key])
             weights[key] = model_weight[model] / len(keys)  # V0: over the configs that ran
     log_sum = {domain: 0.0 for domain in hierarchy}
     for key in present:
         log_sum[where[reference[key].model][0]] += weights[key] * math.log(speedups[key])
-    # A domain's subscore: its own weighted mean, the absent models at speedup 1 as in the total.
-    domains = {d: 1000 * math.exp(s * len(hierarchy)) for d, s in sorted(log_sum.items())}
+    try:
+        # A domain's subscore: its own weighted mean, the absent models at speedup 1 as in the
+        # total.
+        domains = {d: 1000 * math.exp(s * len(hierarchy)) for d, s in sorted(log_sum.items())}
+        total = 1000 * math.exp(sum(log_sum.values()))
+    except OverflowError:
+        raise DlperfError(
+            "the score is beyond any number (speedups of "
+            + ", ".join(f"{k}: {v:.3g}" for k, v in sorted(speedups.items()))
+            + "): check the reference's values against these results' units"
+        ) from None
     return Score(
-        total=1000 * math.exp(sum(log_sum.values())),
+        total=total,
         domains=domains,
         placement={k: [*where[reference[k].model], reference[k].model] for k in present},
         speedups=speedups,

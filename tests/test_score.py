@@ -307,6 +307,19 @@ def test_a_hand_edited_reference_is_refused_with_the_entry_named(frozen, case) -
 
 
 @pytest.mark.multiprocess
+def test_a_reference_value_too_small_to_divide_by_makes_no_score(frozen) -> None:
+    """5e-324 is a finite number above 0, so the reference is well formed; 40 samples/s over it
+    is an infinite speedup, which would print "score inf" (exit 0). Refused, the entry named."""
+    reference, results, data = frozen
+    reference.write_text(json.dumps(edited(data, set_value(5e-324))))
+    code, out, err = score_cli(reference, results)
+    said = " ".join(err.split())
+    assert code == 1 and "Traceback" not in err, err
+    assert f"error: {data['entries'][0]['key']}: the speedup over the reference's 5e-324" in said
+    assert "is inf, not a finite number above 0" in said and "score" not in out
+
+
+@pytest.mark.multiprocess
 def test_every_problem_of_a_reference_is_listed_in_one_error(frozen) -> None:
     reference, results, data = frozen
 
