@@ -405,12 +405,20 @@ def _resume_state(results_dir: Path, spec: BenchmarkSpec, sweep: SweepLock) -> _
     takes the dead owner's lock (created anew if the owner removed it), reads the state again
     and, if the owner is still the same, writes itself in: two sweeps never claim one attempt.
     Unreadable state or repeat files are passed over, and so is an attempt whose lock path holds
-    anything but a lock file (a link, a folder, a FIFO): it is warned about and left as it is,
-    never followed or written, and the sweep measures that configuration anew.
+    anything but a lock file (a link, a folder, a FIFO) or whose folder is a link: it is warned
+    about and left as it is, never followed or written, and the sweep measures that
+    configuration anew.
     """
     folder = ResultStore(results_dir).folder(spec)
     wanted = json.loads(spec.model_dump_json())
     for state in sorted(folder.glob(f"*/{STATE_FILE}"), reverse=True):
+        if state.parent.is_symlink():  # its state, lock and repeats would be written there
+            warnings.warn(
+                f"{state.parent} is a symbolic link, not an attempt's folder: the attempt is not "
+                "resumed (remove the link to stop this warning)",
+                stacklevel=2,
+            )
+            continue
         saved = _read_state(state, wanted)
         if saved is None or saved.get("owner") == sweep.owner:
             continue

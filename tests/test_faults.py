@@ -481,3 +481,32 @@ def test_try_lock_refuses_what_is_not_a_plain_file_of_its_own(tmp_path):
     with pytest.raises(StorageError, match="not a folder"):
         SweepLock(tmp_path / "results")
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_an_attempt_folder_that_is_a_link_is_passed_over_untouched(tmp_path, dead_sweep):
+    """The dead sweep's attempt folder moved out of the results folder and a link left in its
+    place: resuming it would write its state, lock and repeats through the link. The sweep
+    warns, leaves what the link points to as it was, and measures the configuration anew."""
+    import shutil
+
+    from dlperf.sweep import STATE_FILE
+
+    results = tmp_path / "results"
+    shutil.copytree(dead_sweep[0], results, symlinks=True)
+    (tmp_path / "s.toml").write_text((dead_sweep[0].parent / "s.toml").read_text())
+    attempt = results / dead_sweep[1]
+    elsewhere = tmp_path / "elsewhere"
+    attempt.rename(elsewhere)
+    attempt.symlink_to(elsewhere, target_is_directory=True)
+    before = {p.name: p.read_bytes() for p in elsewhere.iterdir() if p.is_file()}
+    assert STATE_FILE in before
+
+    proc = dlperf("sweep", "s.toml", cwd=tmp_path)
+    out, err = proc.communicate(timeout=300)
+    said = " ".join((out + err).split())
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert f"{attempt.relative_to(tmp_path)} is a symbolic link" in said
+    assert {p.name: p.read_bytes() for p in elsewhere.iterdir() if p.is_file()} == before
+    assert attempt.is_symlink()
+    (result,) = ResultStore(results).results()
+    assert result.id != attempt.name and [r.index for r in result.repeats] == [1, 2, 3]
