@@ -672,8 +672,7 @@ def _kill_tree(proc: subprocess.Popen[bytes], pgid: int, grace_s: float, reason:
     finally:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(_KILL_CONFIRM_S)
-    how = f"SIGTERM, then SIGKILL after {grace_s:.1f} s" if killed else "SIGTERM"
-    return f"killed process group after {reason} ({how})"
+    return f"killed process group after {reason} ({_how(killed, grace_s)})"
 
 
 def _reap_stragglers(pgid: int, grace_s: float) -> str:
@@ -683,11 +682,19 @@ def _reap_stragglers(pgid: int, grace_s: float) -> str:
         return ""
     names = ", ".join(sorted({_name(p) for p in left}))
     killed = _terminate(pgid, (), grace_s, lambda: not _group_members(pgid))
-    how = f"SIGTERM, then SIGKILL after {grace_s:.1f} s" if killed else "SIGTERM"
     return (
         f"killed {len(left)} process(es) left running in the group after the main process "
-        f"exited: {names} ({how})"
+        f"exited: {names} ({_how(killed, grace_s)})"
     )
+
+
+def _how(killed: bool, grace_s: float) -> str:
+    """How a group was ended, for its log: hurried kills (a second signal) did not wait."""
+    if not killed:
+        return "SIGTERM"
+    if _hurry.is_set():
+        return "SIGTERM, then SIGKILL at once: asked again to stop"
+    return f"SIGTERM, then SIGKILL after {grace_s:.1f} s"
 
 
 def _name(p: psutil.Process) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 from dlperf import DlperfError
 from dlperf.adapters._shared import model_math
 from dlperf.importers import imported_result
-from dlperf.published import LEFT_OUT, NO_MFU, NO_SCORE, NO_THROUGHPUT, SUITE
+from dlperf.published import LEFT_OUT, NO_MFU, NO_SCORE, NO_THROUGHPUT, NOT_IMPORTED, SUITE
 from dlperf.schema import (
     MAX_DEVICES_PER_NODE,
     MAX_NODES,
@@ -99,6 +99,11 @@ class LeftOut(Exception):
     result says so, and the command exits 2."""
 
 
+class NotCounted(LeftOut):
+    """A whole benchmark folder dlperf does not import: its logs count no samples dlperf can
+    read. Said as NOT_IMPORTED; the command's exit code stays."""
+
+
 @dataclass(frozen=True)
 class Folder:
     """A benchmark folder and what surrounds it: the system description and the round."""
@@ -119,11 +124,12 @@ def import_folders(
     """One result per benchmark folder found under `paths` (a benchmark folder, a system's
     `results/<system>/`, a submitter's tree or a whole round). `round_` ("4.0"): the rules to
     check against where no folder name says (`training_results_v4.0/`, `v4.0-...`).
-    A folder without a system description, with runs of two benchmarks, or of a benchmark
-    whose logs count progress in units dlperf cannot turn into samples is left out: every
-    result of the import says which and why (`LEFT_OUT`), and the CLI exits 2. Damaged input
-    (a number that is not finite, a file over a cap) refuses the whole import: nothing is
-    stored."""
+    A folder without a system description or with runs of two benchmarks is left out: every
+    result of the import says which and why (`LEFT_OUT`), and the CLI exits 2. A benchmark
+    whose logs count progress in units dlperf cannot turn into samples is not imported, said
+    the same way (`NOT_IMPORTED`) without changing the exit code: a known limit, not damage.
+    Damaged input (a number that is not finite, a file over a cap) refuses the whole import:
+    nothing is stored."""
     built, left_out = [], []
     with noted_interrupts() as stop_if_interrupted:
         for path in result_folders(paths):
@@ -131,7 +137,8 @@ def import_folders(
                 folder = describe_folder(path, round_)
                 built.append(folder_result(folder, stop_if_interrupted))
             except LeftOut as why:
-                left_out.append(f"{LEFT_OUT}{path} ({why})")
+                said = NOT_IMPORTED if isinstance(why, NotCounted) else LEFT_OUT
+                left_out.append(f"{said}{path} ({why})")
     if not built:
         raise DlperfError("; ".join(left_out) + ": nothing to import")
     built = [r.model_copy(update={"warnings": [*r.warnings, *left_out]}) for r in built]
@@ -750,7 +757,7 @@ def folder_result(folder: Folder, stop_if_interrupted: Callable[[], None] = lamb
     benchmark = benchmark_of(folder, checked)
     if not counts_samples(benchmark, checked):
         known = ", ".join([*DATASETS, *SAMPLE_COUNTED])
-        raise LeftOut(
+        raise NotCounted(
             f"no throughput: dlperf counts the samples of {known} and of samples_count marks, "
             f"and {benchmark}'s logs have none"
         )
