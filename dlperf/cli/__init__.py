@@ -160,8 +160,18 @@ def main() -> None:
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
         _test_pause()
-        err.print(
-            "[yellow]interrupted[/]: workloads stopped; repeats that had finished were stored "
-            "(the others marked interrupted); a sweep resumes where it stopped"
-        )
+        command = next((a for a in sys.argv[1:] if not a.startswith("-")), "")
+        err.print(f"[yellow]interrupted[/]{INTERRUPTED.get(command, '')}")
     sys.exit(code)
+
+
+# What an interrupted command leaves, said after "interrupted".
+_MEASURED = (
+    ": workloads stopped; repeats that had finished were stored (the others marked "
+    "interrupted); a sweep resumes where it stopped"
+)
+INTERRUPTED = {
+    "run": _MEASURED,
+    "sweep": _MEASURED,
+    "parse": ": an import stores its results once every log is read; run it again",
+}
