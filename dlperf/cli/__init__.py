@@ -27,7 +27,7 @@ from typer.exceptions import TyperException
 from dlperf import DlperfError, __version__
 from dlperf.cli import checks, compare, env, parse, report, run, run_options, sources
 from dlperf.cli.help_text import WordsCommand, WordsGroup
-from dlperf.cli.output import console, err, show_warning
+from dlperf.cli.output import console, err, said_warnings, show_warning
 from dlperf.proc import hurry_kills
 
 app = typer.Typer(
@@ -61,7 +61,7 @@ def _root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
 ) -> None:
-    pass
+    said_warnings.clear()  # each command says each warning once (`show_warning`)
 
 
 # Registration order is the order `dlperf --help` lists them in.

@@ -126,7 +126,7 @@ def print_json(data: object) -> None:
     write_json(json.dumps(data, indent=2) + "\n")
 
 
-_WARNED: set[str] = set()
+said_warnings: set[str] = set()  # what `show_warning` said in this command
 
 
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -134,7 +134,7 @@ def show_warning(message, category, filename, lineno, file=None, line=None) -> N
     text once per command: `publish` and `history` read a folder both through its index and its
     files, and a skipped file or a copied result is one thing to say (Python's own once-per-place
     filter forgets whenever a library sets a filter, and the places differ)."""
-    if str(message) in _WARNED:
+    if str(message) in said_warnings:
         return
-    _WARNED.add(str(message))
+    said_warnings.add(str(message))
     err.print(f"[yellow]warning:[/] {esc(str(message))}", highlight=False, soft_wrap=True)
