@@ -84,18 +84,20 @@ def test_report_without_results_says_what_to_do(tmp_path):
     assert out.returncode == 1 and "dlperf run" in out.stderr
 
 
-def _signals_as(ignored: tuple[str, ...]):
-    """A Popen preexec_fn: the child starts with SIGINT, SIGTERM and SIGHUP at their defaults
-    (a foreground command's, whatever this test run inherited: `nohup` or a background job
-    ignore some), except those named in `ignored`."""
-    import signal
-
-    def preexec() -> None:
-        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-            handler = signal.SIG_IGN if name in ignored else signal.SIG_DFL
-            signal.signal(getattr(signal, name), handler)
-
-    return preexec
+def dlperf_with_signals(ignored: tuple[str, ...], *args: str) -> list[str]:
+    """The argv of `python -m dlperf ARGS` started with SIGINT, SIGTERM and SIGHUP at their
+    defaults (a foreground command's, whatever this test run inherited: `nohup` or a background
+    job ignore some), except those named in `ignored`. Set in the child's own Python before
+    dlperf starts: no preexec_fn, which is unsafe in a process with threads."""
+    code = (
+        "import runpy, signal, sys\n"
+        f"for name in ('SIGINT', 'SIGTERM', 'SIGHUP'):\n"
+        f"    ignored = name in {ignored!r}\n"
+        "    signal.signal(getattr(signal, name), signal.SIG_IGN if ignored else signal.SIG_DFL)\n"
+        "sys.argv = ['dlperf', *sys.argv[1:]]\n"
+        "runpy.run_module('dlperf', run_name='__main__', alter_sys=True)\n"
+    )
+    return [sys.executable, "-c", code, *args]
 
 
 def _start_slow_run(tmp_path, running_repeat: int, ignored: tuple[str, ...] = ()):
@@ -106,10 +108,10 @@ def _start_slow_run(tmp_path, running_repeat: int, ignored: tuple[str, ...] = ()
     import psutil
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dlperf", "run", "calibration", "pace", "--preset", "smoke",
-         "--set", "step_ms=400", "--skip", "1", "--measure", "2", "--repeats", "3"],
+        dlperf_with_signals(ignored, "run", "calibration", "pace", "--preset", "smoke",
+                            "--set", "step_ms=400", "--skip", "1", "--measure", "2",
+                            "--repeats", "3"),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_signals_as(ignored),
     )  # fmt: skip
     deadline = time.monotonic() + 60
     started = f"repeat-{running_repeat}.log"
