@@ -207,6 +207,7 @@ def test_history_judges_no_unknown_machine_against_another_unless_asked(tmp_path
     verdicts = {p["id"]: (p["verdict"], p["baseline_id"]) for p in json.loads(out.stdout)["points"]}
     assert verdicts == {"x": ("machine unknown", None), "y": ("machine unknown", None),
                         "k1": ("first", None), "k2": ("regression", "k1")}  # fmt: skip
+    assert "--across-machines judges them" in " ".join(out.output.split())
     out = cli("history", "--results-dir", str(folder), "--across-machines", "--json")
     verdicts = {p["id"]: (p["verdict"], p["baseline_id"]) for p in json.loads(out.stdout)["points"]}
     assert verdicts["y"] == ("regression", "x") and verdicts["k2"] == ("regression", "k1")

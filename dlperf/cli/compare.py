@@ -139,7 +139,7 @@ def history(
     One line per result on each machine: its median, repeats, change and verdict (`dlperf
     compare`'s test); below, the settings, versions and commits, and what changed between
     points (--json: every field)."""
-    from dlperf.history import HistoryFilters
+    from dlperf.history import NOT_JUDGED, HistoryFilters
     from dlperf.history import history as history_of
     from dlperf.store import ResultStore
 
@@ -173,6 +173,14 @@ def history(
         f"{refresh.removed} removed",
         highlight=False,
     )
+    if any(p.verdict == NOT_JUDGED for p in points):
+        print_plain(
+            out,
+            "machine unknown: results with no hardware recorded are listed, not judged "
+            "against each other (they may come from several machines); --across-machines "
+            "judges them",
+            highlight=False,
+        )
     if json_out:
         print_json(
             {
