@@ -1,5 +1,7 @@
 import os
 import signal
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,32 @@ def foreground_sigint():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """`dlperf ARGS...` through its real entry point (`dlperf.cli.main`, argv and all), in this
+    process, in `tmp_path` with its own DLPERF_HOME; returns (exit code, output with its
+    whitespace and table rules folded). A traceback in the output fails the test."""
+    from dlperf.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DLPERF_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setattr(signal, "signal", lambda *_: None)  # main() installs handlers
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False, raising=False)
+
+    def invoke(*args: str) -> tuple[int, str]:
+        monkeypatch.setattr(sys, "argv", ["dlperf", *args])
+        with pytest.raises(SystemExit) as done:
+            main()
+        out = capsys.readouterr()
+        text = " ".join((out.out + out.err).replace("│", " ").split())
+        assert "Traceback" not in text, text
+        return done.value.code, text
+
+    return invoke
 
 
 def throughput_from_marks(repeat, cwd: Path | None = None) -> tuple[float, list[float]]:

@@ -8,15 +8,12 @@ that no file or folder appeared (no results folder, no result, no env, no report
 
 from __future__ import annotations
 
-import signal
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
 from dlperf.assemble import build_result
-from dlperf.cli import main
 from dlperf.schema import BenchmarkSpec, Environment, Repeat, RepeatStatus, Window
 from dlperf.store import ResultStore
 
@@ -473,26 +470,6 @@ def _stored_results(folder: Path) -> None:
 
 def _tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
-    """Run `dlperf ARGS...` through its entry point in `tmp_path`; returns (code, output)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DLPERF_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(signal, "signal", lambda *_: None)  # main() installs handlers
-    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
-    monkeypatch.setattr(sys.stdin, "isatty", lambda: False, raising=False)
-
-    def invoke(*args: str) -> tuple[int, str]:
-        monkeypatch.setattr(sys, "argv", ["dlperf", *args])
-        with pytest.raises(SystemExit) as done:
-            main()
-        out = capsys.readouterr()
-        text = " ".join((out.out + out.err).replace("│", " ").split())
-        return done.value.code, text
-
-    return invoke
 
 
 @pytest.mark.parametrize("args, files, message", [*RUN, *SWEEPS, *OTHERS])

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,6 @@ from test_mlperf_training import minutes, olympic
 
 import dlperf.importers.mlperf_training as mt
 from dlperf import DlperfError
-from dlperf.cli import main
 from dlperf.importers.mlperf_training import import_folders
 from dlperf.published import LEFT_OUT
 from dlperf.schema import RepeatStatus
@@ -63,27 +61,6 @@ def edit_system(folder: Path, **values: object) -> None:
     path = folder / "system.json"
     system = json.loads(path.read_text())
     path.write_text(json.dumps({**system, **values}))
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
-    """`dlperf ARGS...` through its entry point, in-process; returns (exit code, output)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DLPERF_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "250")
-    monkeypatch.setattr(signal, "signal", lambda *_: None)  # main() installs handlers
-    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
-
-    def invoke(*args: str) -> tuple[int, str]:
-        monkeypatch.setattr(sys, "argv", ["dlperf", *args])
-        with pytest.raises(SystemExit) as done:
-            main()
-        out = capsys.readouterr()
-        text = " ".join((out.out + out.err).replace("│", " ").split())
-        assert "Traceback" not in text, text
-        return done.value.code, text
-
-    return invoke
 
 
 def run_cli(*args: str, timeout: float) -> tuple[int, str]:
