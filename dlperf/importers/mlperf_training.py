@@ -83,6 +83,11 @@ DATASETS = {
 }  # fmt: skip
 # BERT's epoch_num and train_samples count sequences. Others: their samples_count marks.
 SAMPLE_COUNTED = ("bert",)
+# What a log without either gives no throughput for, in words (a run's note, a folder's refusal).
+COUNTED = (
+    f"dlperf counts the samples of {', '.join([*DATASETS, *SAMPLE_COUNTED])} and of "
+    "samples_count marks"
+)
 NEAR = 0.01  # a logged size within 1% of the data set's is the data set (MosaicML: 1,281,168)
 BERT_SEQ_LEN = 512  # MLPerf BERT's max_seq_length (its packed sequences fill up to it)
 FRAMEWORKS = (  # system.json's "framework" text -> dlperf's framework name, first match
@@ -517,8 +522,7 @@ def trained_samples(
     counted = [m["samples_count"] for ll in lines if ll.key == "eval_accuracy"
                and "samples_count" in (m := _meta(ll))]  # fmt: skip
     if not counted:
-        known = ", ".join([*DATASETS, *SAMPLE_COUNTED])
-        return None, f"dlperf counts the samples of {known} and of samples_count marks"
+        return None, COUNTED
     samples = log_count(file, "eval_accuracy's samples_count", counted[-1])
     if samples and global_batch and samples < global_batch:  # a count of steps, not samples
         return None, (
@@ -727,8 +731,8 @@ def scaling_factor(folder: Folder) -> float:
 
 
 def folder_result(folder: Folder, stop_if_interrupted: Callable[[], None] = lambda: None) -> Result:
-    """The folder's runs as one result. LeftOut: no regular result file, runs of more than one
-    benchmark, or a benchmark dlperf counts no samples of."""
+    """The folder's runs as one result. LeftOut: no regular result file, or runs of more than
+    one benchmark; NotCounted: a benchmark dlperf counts no samples of."""
     system = folder.system  # its counts refused before any log is read
     nodes = _count(system, "number_of_nodes", folder, MAX_NODES)
     per_node = _count(system, "accelerators_per_node", folder, MAX_DEVICES_PER_NODE)
@@ -756,11 +760,7 @@ def folder_result(folder: Folder, stop_if_interrupted: Callable[[], None] = lamb
         raise LeftOut(f"none of its {RESULT_FILES} is a regular file")
     benchmark = benchmark_of(folder, checked)
     if not counts_samples(benchmark, checked):
-        known = ", ".join([*DATASETS, *SAMPLE_COUNTED])
-        raise NotCounted(
-            f"no throughput: dlperf counts the samples of {known} and of samples_count marks, "
-            f"and {benchmark}'s logs have none"
-        )
+        raise NotCounted(f"{NO_THROUGHPUT}{COUNTED}, and {benchmark}'s logs have none")
     accelerator = str(system.get("accelerator_model_name") or "unknown accelerator")
     global_batch = global_batch_of(checked)
     spec = BenchmarkSpec.checked(
