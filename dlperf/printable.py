@@ -22,6 +22,9 @@ OTHERS = (
     "\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidirectional marks, overrides and isolates
 )
 CONTROLS = C0 + OTHERS
+# Halves of UTF-16 pairs: JSON may spell one alone ("\ud800") and Python reads it into a str,
+# but it is no Unicode text, and no UTF-8 writer (SQLite, a terminal, a page, XML) takes it.
+SURROGATES = "\ud800-\udfff"
 SHORT = {"\r": "\\r", "\t": "\\t", "\n": "\\n"}
 
 
@@ -43,6 +46,12 @@ def printable(text: str, keep_lines: bool = False) -> str:
     return (_LINES if keep_lines else _ALL).sub(_escape, text)
 
 
+def escaped(chars: re.Pattern[str], text: str) -> str:
+    """`text` with each character `chars` matches shown as `printable` shows a control
+    (``\ud800``, ``\ufffe``): for what other writers refuse besides controls."""
+    return chars.sub(_escape, text)
+
+
 def printable_json(text: str) -> str:
     """JSON text whose strings may hold raw C1 controls, DEL or separators (JSON requires only
     C0 to be escaped) with those written as \\u escapes: the same JSON value, safe to show."""
@@ -52,4 +61,4 @@ def printable_json(text: str) -> str:
 _JSON = re.compile(f"[{OTHERS}]")  # raw C0 is not valid JSON in a string; between tokens: \t \n
 
 
-__all__ = ["printable", "printable_json"]
+__all__ = ["escaped", "printable", "printable_json"]

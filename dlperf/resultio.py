@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from dlperf import DlperfError
 from dlperf.files import describe
+from dlperf.printable import SURROGATES, escaped
 from dlperf.schema import SCHEMA_VERSION, Result
 from dlperf.stats import CI_LEVEL, median_ci_ranks
 
@@ -99,13 +100,13 @@ class DuplicateResult(UserWarning):
 # only a text field is not text, and dlperf may have written it itself (Python keeps bytes of a
 # host name, path or environment that are not UTF-8 as lone surrogates, and `json.dumps` writes
 # them so). Escaped here, where every reader loads a result, no writer downstream sees one.
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile(f"[{SURROGATES}]")
 _SURROGATE_IN_JSON = re.compile(r"\\u[dD][89a-fA-F]")  # only such escapes make one
 
 
 def surrogate_escaped(text: str) -> str:
     """`text` with each lone surrogate written as its escape (`\\ud800`)."""
-    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return escaped(LONE_SURROGATE, text)
 
 
 def _escape_surrogates(value: Any, source: str) -> Any:

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from dlperf.history import HistoryPoint, with_baselines
 from dlperf.identity import settings_label
-from dlperf.printable import printable
+from dlperf.printable import SURROGATES, escaped, printable
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -125,15 +125,14 @@ def _summary(change: Change) -> str:
 # What XML 1.0 cannot hold beyond the C0 controls (`printable` shows those escaped): the
 # non-characters U+FFFE and U+FFFF and surrogates. Not even a character reference (&#xFFFE;)
 # may name one, so ElementTree writes them as they are, and a feed holding one is not XML.
-_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+_NOT_XML = re.compile(f"[{SURROGATES}\ufffe\uffff]")
 
 
 def xml_text(text: str, keep_lines: bool = False) -> str:
     """Stored text as an XML 1.0 document may hold it: its control characters shown escaped
     (`dlperf.printable`; `keep_lines` keeps new lines and tabs), and so are the characters XML
     forbids outright (`\\ufffe`)."""
-    shown = printable(text, keep_lines=keep_lines)
-    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", shown)
+    return escaped(_NOT_XML, printable(text, keep_lines=keep_lines))
 
 
 def _add(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
