@@ -14,6 +14,7 @@ from dlperf.adapter import Adapter
 
 ADAPTER_MODULES: dict[str, str] = {
     "calibration": "dlperf.adapters.calibration",
+    "jax": "dlperf.adapters.jax",
     "mxnet": "dlperf.adapters.mxnet",
     "oneflow": "dlperf.adapters.oneflow",
     "paddle": "dlperf.adapters.paddle",
