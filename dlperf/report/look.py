@@ -3,7 +3,7 @@ keys a page's selectors filter a result by.
 
 One colour per framework everywhere (PNG and interactive charts, throughput, latency, scaling,
 history), so a reader who learnt that OneFlow is purple on one chart is never misled by the
-next. The five frameworks dlperf runs have fixed colours; any other name (an imported result's
+next. The frameworks dlperf runs have fixed colours; any other name (an imported result's
 framework) takes one from the rest of the palette by a stable hash, never by its position on a
 page.
 
@@ -26,6 +26,8 @@ FRAMEWORK_COLOURS = {
     "paddle": "#2932e1",
     "mxnet": "#2ca02c",
     "oneflow": "#8e44ad",
+    # Teal: 5.3:1 on white, and far (CIELAB) from the five above and the palette below.
+    "jax": "#00796b",
 }
 OTHER_COLOURS = ("#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#1f77b4", "#d62728")
 
