@@ -197,7 +197,7 @@ def test_workload_scripts_import_no_dlperf_code() -> None:
     # The scripts the adapters' commands run are among those checked: workload.py and
     # micro.py (dlperf.adapter's commands), and those a framework's adapter names itself.
     named = {"_shared/loadgen_run.py", "_shared/workload_kit.py", "_shared/model_math.py"}
-    for folder in ("mxnet", "oneflow", "paddle", "pytorch", "tensorflow"):
+    for folder in ("jax", "mxnet", "oneflow", "paddle", "pytorch", "tensorflow"):
         named |= {f"{folder}/workload.py", f"{folder}/micro.py"}
     for host in ADAPTERS.glob("*/__init__.py"):
         for script in re.findall(r"[\"']([A-Za-z_]+\.py)[\"']", host.read_text()):

@@ -62,7 +62,7 @@ def test_official_implementations_take_no_practice_settings(tmp_path):
 def test_cpu_runs_get_the_same_thread_budget_in_every_framework():
     from dlperf.system import cpu_budget
 
-    for name in ("pytorch", "tensorflow", "paddle", "mxnet", "oneflow"):
+    for name in ("pytorch", "tensorflow", "paddle", "mxnet", "oneflow", "jax"):
         spec = resolve_spec(name, "resnet50", preset="smoke")
         argv = get_adapter(name).command(spec, "python").argv
         assert argv[argv.index("--threads") + 1] == str(cpu_budget()), name
