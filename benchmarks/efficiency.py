@@ -1,21 +1,27 @@
-"""dlperf's PyTorch workload against plain hand-written training loops: prints figures only.
+"""dlperf's PyTorch and JAX workloads against plain hand-written training loops: prints figures
+only.
 
     python benchmarks/efficiency.py                       # this CPU, small shapes, eager
     python benchmarks/efficiency.py --modes eager,xla     # and torch.compile
+    python benchmarks/efficiency.py --frameworks jax      # jax (one mode: jit) instead
     python benchmarks/efficiency.py --device cuda --amp --python "$(command -v python3)"
     python benchmarks/efficiency.py --diagnose            # also dlperf's classes in the bare loop
     python benchmarks/efficiency.py --tiny --repeats 2    # the whole path in a minute or two
 
-For each model (ResNet50-v1.5, BERT-base) and mode (eager, `--xla` = torch.compile) it runs
-rounds of:
+For each framework (`--frameworks`: pytorch, jax), model (ResNet50-v1.5, BERT-base) and mode
+(PyTorch: eager, `--xla` = torch.compile; JAX: jit, its only one, every step XLA-compiled) it
+runs rounds of:
 
-* `dlperf run pytorch MODEL ... --repeats 1` with the interpreter given (`--python`, default
-  dlperf's built PyTorch env) and dlperf's default best practice for the device;
-* `benchmarks/reference_loops.py` with the same interpreter, shapes, precision, window (skip,
-  measure) and thread budget: a loop with no dlperf code, synchronised only at the window's ends;
-* with `--diagnose` (eager rows), dlperf's own model classes in that bare loop, BERT with and
-  without an all-ones attention mask, ResNet50 with and without channels_last: which part of a
-  gap is the model, which the harness, which a setting.
+* `dlperf run FRAMEWORK MODEL ... --repeats 1` with the interpreter given (`--python` for
+  PyTorch, `--jax-python` for JAX; default dlperf's built env of that framework) and dlperf's
+  default best practice for the device;
+* the framework's bare loop with the same interpreter, shapes, precision, window (skip, measure)
+  and thread budget: a loop with no dlperf code, synchronised only at the window's ends
+  (`benchmarks/reference_loops.py`, PyTorch; `benchmarks/reference_loops_jax.py`, Flax Linen +
+  optax, jit and donated state, the math of dlperf's jax model written out again);
+* with `--diagnose` (eager and jit rows), dlperf's own model classes in that bare loop; PyTorch's
+  BERT also with and without an all-ones attention mask, its ResNet50 with and without
+  channels_last: which part of a gap is the model, which the harness, which a setting.
 
 The runs of a round go one after the other: dlperf's run between the reference's and (with
 --diagnose) its own class's in the bare loop, that chain reversed every other round, then the
@@ -32,7 +38,8 @@ a column of their own (dlperf.system.LoadMeter around every run).
 9 rounds by default: the fewest for which the 95 % interval drops the extreme pair at each end;
 while a row's dlperf / reference pairs still disagree, more rounds follow, up to 17
 (--max-repeats), so that a 5 % gap becomes visible where the machine allows it.
-Target on a GPU: >= 0.95 for every headline row that is not noisy.
+Target: >= 0.95 on a GPU for every headline row that is not noisy; >= 0.98 for jax's on a quiet
+CPU.
 """
 
 from __future__ import annotations
@@ -57,8 +64,12 @@ from dlperf.stats import CI_LEVEL, median_ci_ranks
 from dlperf.system import BUSY_SHARE, LoadMeter, cpu_budget
 
 HERE = Path(__file__).resolve().parent
-REFERENCE = HERE / "reference_loops.py"
-WORKLOAD = get_adapter("pytorch").folder / "workload.py"
+FRAMEWORKS = ("pytorch", "jax")
+# Each framework's bare loop (jax's apart: reference_loops.py imports torch, the jax env has none)
+REFERENCES = {"pytorch": HERE / "reference_loops.py", "jax": HERE / "reference_loops_jax.py"}
+WORKLOADS = {framework: get_adapter(framework).folder / "workload.py" for framework in FRAMEWORKS}
+# Each framework's modes: jax has no uncompiled mode (`dlperf run jax --xla` is refused).
+MODES = {"pytorch": ("eager", "xla"), "jax": ("jit",)}
 # (batch, image size or sequence length) per model: DLPerf's full shapes on a GPU, small ones
 # that a 2-core CPU finishes in minutes, and tiny ones that only try the path (a CI test).
 SHAPES = {
@@ -203,9 +214,9 @@ def ratio_text(s: PairSummary | None) -> str:
 def table(rows: Sequence[dict]) -> str:
     """The Markdown table of the rows (a renderer: returns the text)."""
     lines = [
-        "| workload | mode | compared | numerator (median) | denominator (median) "
+        "| framework | workload | mode | compared | numerator (median) | denominator (median) "
         "| ratio (median of pairs) | pairs' spread | pairs | busy pairs |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         s = r.get("summary")
@@ -216,10 +227,15 @@ def table(rows: Sequence[dict]) -> str:
         n = len(summary.ratios) if summary else 0
         busy = busy_text(summary) if summary else "—"
         lines.append(
-            f"| {r['model']} | {r['mode']} | {r['compared']} | {num} | {den} | "
+            f"| {framework_of(r)} | {r['model']} | {r['mode']} | {r['compared']} | {num} | {den} | "
             f"{ratio_text(summary)} | {spread} | {n} | {busy} |"
         )
     return "\n".join(lines)
+
+
+def framework_of(row: dict) -> str:
+    """The row's framework (rows written before jax had rows are PyTorch's)."""
+    return row.get("framework", "pytorch")
 
 
 def noise_notes(rows: Sequence[dict]) -> list[str]:
@@ -228,14 +244,14 @@ def noise_notes(rows: Sequence[dict]) -> list[str]:
     for r in rows:
         s = r.get("summary")
         summary = PairSummary(**s) if isinstance(s, dict) else s
+        row = f"{framework_of(r)} {r['model']} {r['mode']}"
         if summary is not None and summary.noisy:
             why = "; ".join(summary.reasons)
-            out.append(f"noisy: {r['model']} {r['mode']}, {r['compared']}: {why}")
+            out.append(f"noisy: {row}, {r['compared']}: {why}")
         if summary is not None and summary.busy_pairs:
-            what = f"{r['model']} {r['mode']}, {r['compared']}"
-            out.append(f"busy: {what}: {busy_text(summary)}")
+            out.append(f"busy: {row}, {r['compared']}: {busy_text(summary)}")
         if r.get("skipped"):
-            out.append(f"skipped: {r['model']} {r['mode']}: {r['skipped']}")
+            out.append(f"skipped: {row}: {r['skipped']}")
     return out
 
 
@@ -246,15 +262,20 @@ def noise_notes(rows: Sequence[dict]) -> list[str]:
 # out within a run. On the 2-core VM: ResNet50's 10 steps took 3 s and its pairs spread 6-12 %;
 # 30 steps (10 s) left two 17-round runs noisy (95 % intervals 0.95-1.06 and 0.95-1.04 around
 # 1.02); 90 steps (about 30 s) resolved in the 9 default rounds, 0.98 (0.95-1.01). BERT's 10
-# steps take about 14 s and resolved, 1.02 (0.99-1.07).
-CPU_MEASURE = {"resnet50": 90, "bert": 10}
+# steps take about 14 s and resolved, 1.02 (0.99-1.07). PyTorch's figures; jax's steps are
+# slower on this CPU (XLA's CPU convolutions: ResNet50 about 3 s a step at batch 16, 64 px, BERT
+# about 1 s), so fewer of them make a window of about 30 s.
+CPU_MEASURE = {
+    "pytorch": {"resnet50": 90, "bert": 10},
+    "jax": {"resnet50": 10, "bert": 20},
+}
 
 
-def measure_of(args: argparse.Namespace, model: str) -> int:
+def measure_of(args: argparse.Namespace, framework: str, model: str) -> int:
     """--measure, else 100 steps on CUDA, CPU_MEASURE on a CPU."""
     if args.measure:
         return args.measure
-    return 100 if args.device == "cuda" else CPU_MEASURE[model]
+    return 100 if args.device == "cuda" else CPU_MEASURE[framework][model]
 
 
 def shape_args(shapes: str, model: str, precision: str) -> tuple[int, list[str]]:
@@ -270,13 +291,15 @@ def metered(run: Callable[[], float]) -> tuple[float, float]:
     return value, meter.stop()["other_share"]
 
 
-def dlperf_once(args: argparse.Namespace, model: str, xla: bool, results: Path) -> float:
+def dlperf_once(
+    args: argparse.Namespace, framework: str, model: str, xla: bool, results: Path
+) -> float:
     precision = "amp" if args.amp else "fp32"
     batch, shape = shape_args(args.shapes, model, precision)
-    argv = [sys.executable, "-m", "dlperf", "run", "pytorch", model, "--device", args.device]
+    argv = [sys.executable, "-m", "dlperf", "run", framework, model, "--device", args.device]
     argv += ["--batch-size", str(batch), *shape, "--skip", str(args.skip)]
-    argv += ["--measure", str(measure_of(args, model)), "--repeats", "1"]
-    argv += ["--python", args.python]
+    argv += ["--measure", str(measure_of(args, framework, model)), "--repeats", "1"]
+    argv += ["--python", args.pythons[framework]]
     argv += ["--results-dir", str(results), "--json", "--timeout", "3600"]
     argv += ["--amp"] if args.amp else []
     argv += ["--xla"] if xla else []
@@ -286,26 +309,31 @@ def dlperf_once(args: argparse.Namespace, model: str, xla: bool, results: Path) 
     return json.loads(out.stdout)["metrics"]["throughput"]["median"]
 
 
-def reference_once(args: argparse.Namespace, model: str, xla: bool, *extra: str) -> dict:
+def reference_once(
+    args: argparse.Namespace, framework: str, model: str, xla: bool, *extra: str
+) -> dict:
     precision = "amp" if args.amp else "fp32"
     batch, shape = shape_args(args.shapes, model, precision)
-    argv = [args.python, str(REFERENCE), "--model", model, "--device", args.device]
-    argv += ["--batch-size", str(batch), *shape, "--skip", str(args.skip)]
-    argv += ["--measure", str(measure_of(args, model)), *extra]
+    argv = [args.pythons[framework], str(REFERENCES[framework]), "--model", model]
+    argv += ["--device", args.device, "--batch-size", str(batch), *shape, "--skip", str(args.skip)]
+    argv += ["--measure", str(measure_of(args, framework, model)), *extra]
     argv += ["--threads", str(cpu_budget())] if args.device == "cpu" else []
     argv += ["--amp"] if args.amp else []
     argv += ["--xla"] if xla else []
-    out = subprocess.run(argv, capture_output=True, text=True, env=args.run_env)
+    out = subprocess.run(argv, capture_output=True, text=True, env=args.run_envs[framework])
     if out.returncode != 0:
         raise SystemExit(f"reference loop failed ({out.returncode}):\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def diagnostics(model: str, channels_last: int) -> list[tuple[str, list[str]]]:
-    """(label, reference_loops.py arguments) of the diagnostic runs for `model`; the first is
-    dlperf's class as dlperf runs it (no mask; `channels_last`, dlperf's default for the device
-    and image size), the one the harness row divides by."""
-    mine = ["--model-source", "dlperf", "--workload", str(WORKLOAD)]
+def diagnostics(framework: str, model: str, channels_last: int) -> list[tuple[str, list[str]]]:
+    """(label, bare loop arguments) of the diagnostic runs for `model`; the first is dlperf's
+    class as dlperf runs it (PyTorch: no mask; `channels_last`, dlperf's default for the device
+    and image size), the one the harness row divides by. JAX has that one only: neither its
+    BERT nor its ResNet50 takes a mask or a layout switch (Flax's convolutions are NHWC)."""
+    mine = ["--model-source", "dlperf", "--workload", str(WORKLOADS[framework])]
+    if framework == "jax":
+        return [(f"dlperf {'BERT' if model == 'bert' else 'ResNet50'} class, bare loop", mine)]
     if model == "bert":
         return [
             ("dlperf BERT class, bare loop, no mask", mine),
@@ -327,6 +355,7 @@ def channels_last_default(device: str, image_size: int) -> int:
 
 def measure_row(
     args: argparse.Namespace,
+    framework: str,
     model: str,
     mode: str,
     repeats: int,
@@ -339,20 +368,20 @@ def measure_row(
     the deadline no new round starts (the row keeps the pairs it has)."""
     xla = mode == "xla"
     size = SHAPES[args.shapes, model][1]
-    diag = diagnostics(model, channels_last_default(args.device, size))
+    diag = diagnostics(framework, model, channels_last_default(args.device, size))
     diag = diag if args.diagnose and not xla else []
     what: dict[str, str] = {}  # the model each loop really trained, as it said
 
     def loop(label: str, extra: list[str]) -> Callable[[], float]:
         def run() -> float:
-            out = reference_once(args, model, xla, *extra)
+            out = reference_once(args, framework, model, xla, *extra)
             what[label] = out["model"]
             return out["throughput"]
 
         return run
 
     runs: dict[str, Callable[[], float]] = {
-        "dlperf": lambda: dlperf_once(args, model, xla, results),
+        "dlperf": lambda: dlperf_once(args, framework, model, xla, results),
         "reference": loop("reference", []),
     }
     for label, extra in diag:
@@ -363,23 +392,24 @@ def measure_row(
     others = [label for label, _ in diag[1:]]
     values: dict[str, list[float]] = {k: [] for k in runs}
     busy: dict[str, list[float]] = {k: [] for k in runs}
+    name = f"{framework} {model} {mode}"
     i = 0
     while True:
         headline = summarize_pairs(values["dlperf"], values["reference"]) if i else None
         if not wants_another_round(i, repeats, max_repeats, headline):
             break
         if i and past_deadline():
-            print(f"  {model} {mode}: no round after #{i}: past --deadline-s", flush=True)
+            print(f"  {name}: no round after #{i}: past --deadline-s", flush=True)
             break
         if i == repeats:
             why = headline.reasons[0]
-            print(f"  {model} {mode}: {i} round(s) do not resolve a {NOISE_BOUND:.0%} gap "
+            print(f"  {name}: {i} round(s) do not resolve a {NOISE_BOUND:.0%} gap "
                   f"({why}): more rounds, up to {max_repeats}", flush=True)  # fmt: skip
         for kind in round_order(chain, others, i):
             value, share = metered(runs[kind])
             values[kind].append(value)
             busy[kind].append(share)
-        line = f"  {model} {mode} #{i + 1}: " + ", ".join(f"{k} {values[k][-1]:.2f}" for k in runs)
+        line = f"  {name} #{i + 1}: " + ", ".join(f"{k} {values[k][-1]:.2f}" for k in runs)
         pair = values["dlperf"][-1] / values["reference"][-1]
         worst = max(busy[k][-1] for k in runs)
         print(f"{line} samples/s; pair ratio {pair:.3f}; others used {worst:.0%} of the CPUs",
@@ -390,7 +420,8 @@ def measure_row(
         pair_busy = [max(a, b) for a, b in zip(busy[num], busy[den], strict=True)]
         summary = summarize_pairs(values[num], values[den], pair_busy)
         return {
-            "model": model, "mode": mode, "row": kind, "compared": compared,
+            "framework": framework, "model": model, "mode": mode, "row": kind,
+            "compared": compared,
             "numerator": statistics.median(values[num]),
             "denominator": statistics.median(values[den]),
             "numerator_values": values[num], "denominator_values": values[den],
@@ -407,13 +438,18 @@ def measure_row(
 
 def parse_args() -> argparse.Namespace:
     """The command line, checked, with the defaults that depend on the device and the
-    interpreter that runs both sides (dlperf's built env unless --python)."""
+    interpreter that runs both sides of a framework's rows (dlperf's built env of that
+    framework unless --python / --jax-python)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--frameworks", default="pytorch", help="pytorch, jax or both (comma-separated)")
     p.add_argument("--python", help="interpreter with torch (default: dlperf's built env)")
+    p.add_argument("--jax-python", help="interpreter with jax, flax and optax (default: dlperf's "
+                   "built env)")  # fmt: skip
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--amp", action="store_true")
     p.add_argument("--models", default="resnet50,bert")
-    p.add_argument("--modes", default="eager", help="eager, xla or both (comma-separated)")
+    p.add_argument("--modes", default="eager", help="PyTorch's: eager, xla or both "
+                   "(comma-separated); jax runs its one mode, jit, whatever this says")  # fmt: skip
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="rounds (pairs) per row")
     p.add_argument("--xla-repeats", type=int, help="rounds of the xla rows (compiling is slow)")
     p.add_argument(
@@ -430,41 +466,59 @@ def parse_args() -> argparse.Namespace:
     if min(args.repeats, args.max_repeats, args.xla_repeats or 1) < 1:
         p.error("--repeats, --xla-repeats and --max-repeats must be >= 1")
     args.modes, args.models = args.modes.split(","), args.models.split(",")
+    args.frameworks = args.frameworks.split(",")
     known = {m for _, m in SHAPES}
-    unknown = sorted({*args.models} - known) + sorted({*args.modes} - {"eager", "xla"})
+    unknown = (sorted({*args.models} - known) + sorted({*args.modes} - {*MODES["pytorch"]})
+               + sorted({*args.frameworks} - {*FRAMEWORKS}))  # fmt: skip
     if unknown:
-        p.error(f"unknown model or mode {', '.join(unknown)}: models resnet50, bert; modes "
-                "eager, xla")  # fmt: skip
+        p.error(f"unknown model, mode or framework {', '.join(unknown)}: models resnet50, bert; "
+                "modes eager, xla; frameworks pytorch, jax")  # fmt: skip
     args.shapes = "tiny" if args.tiny else args.device
     args.skip = args.skip if args.skip is not None else (20 if args.device == "cuda" else 3)
-    if args.python:
-        args.run_env = dict(os.environ)
-    else:
-        env = ensure_env(get_adapter("pytorch").env_spec(args.device))
-        args.python, args.run_env = str(env.python), env.run_env()
+    args.pythons, args.run_envs = {}, {}
+    for framework, given in (("pytorch", args.python), ("jax", args.jax_python)):
+        if framework not in args.frameworks:
+            continue
+        if given:
+            args.pythons[framework], args.run_envs[framework] = given, dict(os.environ)
+        else:
+            env = ensure_env(get_adapter(framework).env_spec(args.device))
+            args.pythons[framework], args.run_envs[framework] = str(env.python), env.run_env()
     return args
 
 
+def plan(args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """(framework, model, mode) of every row in the order they run: framework by framework,
+    each one's modes in turn (PyTorch's as --modes lists them; jax's one, jit), every model in
+    a mode."""
+    out = []
+    for framework in args.frameworks:
+        modes = args.modes if framework == "pytorch" else MODES[framework]
+        out += [(framework, model, mode) for mode in modes for model in args.models]
+    return out
+
+
 def measure_rows(args: argparse.Namespace, started: float) -> list[dict]:
-    """Every row of the plan (eager rows first), each a run of rounds of pairs; a row not
-    started before --deadline-s is kept, saying so."""
+    """Every row of the plan, each a run of rounds of pairs; a row not started before
+    --deadline-s is kept, saying so."""
 
     def past_deadline() -> bool:
         return args.deadline_s is not None and time.monotonic() - started > args.deadline_s
 
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for model, mode in [(m, mode) for mode in args.modes for m in args.models]:
+        for framework, model, mode in plan(args):
             xla = mode == "xla"
             repeats = args.xla_repeats if xla and args.xla_repeats else args.repeats
             if past_deadline():
                 late = f"not started: past --deadline-s {args.deadline_s:g}"
-                rows.append({"model": model, "mode": mode, "row": "headline",
-                             "compared": HEADLINE, "skipped": late})  # fmt: skip
+                rows.append({"framework": framework, "model": model, "mode": mode,
+                             "row": "headline", "compared": HEADLINE, "skipped": late})  # fmt: skip
                 continue
-            results = Path(tmp) / f"{model}-{mode}"
+            results = Path(tmp) / f"{framework}-{model}-{mode}"
             most = max(repeats, args.max_repeats)
-            rows += measure_row(args, model, mode, repeats, most, results, past_deadline)
+            rows += measure_row(args, framework, model, mode, repeats, most, results,
+                                past_deadline)  # fmt: skip
     return rows
 
 
@@ -490,14 +544,16 @@ def print_rows(rows: list[dict]) -> None:
 
 def main() -> int:
     args = parse_args()
-    measures = ", ".join(f"{measure_of(args, m)} ({m})" for m in args.models)
     print(
         f"device {args.device}, {'amp' if args.amp else 'fp32'}, shapes {args.shapes}, skip "
-        f"{args.skip}, measure {measures}, {args.repeats} rounds per row (up to "
-        f"{max(args.repeats, args.max_repeats)} while pairs disagree), python "
-        f"{args.python}, dlperf from {Path(dlperf.__file__).parent}",
+        f"{args.skip}, {args.repeats} rounds per row (up to "
+        f"{max(args.repeats, args.max_repeats)} while pairs disagree), dlperf from "
+        f"{Path(dlperf.__file__).parent}",
         flush=True,
     )
+    for framework in args.frameworks:
+        measures = ", ".join(f"{measure_of(args, framework, m)} ({m})" for m in args.models)
+        print(f"{framework}: measure {measures}, python {args.pythons[framework]}", flush=True)
     started = time.monotonic()
     rows = measure_rows(args, started)
     print(f"({time.monotonic() - started:.0f} s)")

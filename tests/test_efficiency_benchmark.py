@@ -9,6 +9,7 @@ refactor can break the check unseen until the day a GPU is lent.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -156,32 +157,82 @@ def test_the_table_bolds_only_ratios_whose_pairs_agree():
          "numerator": 50.0, "denominator": 50.0, "summary": busy},
         {"model": "bert", "mode": "xla", "row": "headline", "compared": "dlperf / ref",
          "skipped": "not started: past --deadline-s 300"},
+        {"framework": "jax", "model": "bert", "mode": "jit", "row": "headline",
+         "compared": "dlperf / ref", "numerator": 3.0, "denominator": 3.0, "summary": agree},
     ]  # fmt: skip
     # Rows read back from --json-out (summaries as dicts) render the same.
     as_json = json.loads(json.dumps([{**r, "summary": r.get("summary") and r["summary"].__dict__}
                                      for r in rows]))  # fmt: skip
     for table in (eff.table(rows), eff.table(as_json)):
         lines = table.splitlines()
+        assert lines[0].startswith("| framework | workload | mode | compared |")
+        # Rows without a framework (written before jax had rows) are PyTorch's.
         assert lines[2] == (
-            "| bert | eager | dlperf / ref | 4.50 | 4.90 | **0.91** | 0.88-0.95 | 3 | none |"
-        )
-        assert lines[3] == (
-            "| resnet50 | eager | dlperf / ref | 50.00 | 52.00 | 0.97 (noisy) | 0.86-1.05 | 5 "
+            "| pytorch | bert | eager | dlperf / ref | 4.50 | 4.90 | **0.91** | 0.88-0.95 | 3 "
             "| none |"
         )
-        assert lines[4] == (
-            "| resnet50 | xla | dlperf / ref | 50.00 | 50.00 | **1.00** | 0.99-1.01 | 3 | 1 of 3 "
-            "(pair 2: others up to 35% of the CPUs, above 10%) |"
+        assert lines[3] == (
+            "| pytorch | resnet50 | eager | dlperf / ref | 50.00 | 52.00 | 0.97 (noisy) "
+            "| 0.86-1.05 | 5 | none |"
         )
-        assert lines[5] == "| bert | xla | dlperf / ref | — | — | — | — | 0 | — |"
+        assert lines[4] == (
+            "| pytorch | resnet50 | xla | dlperf / ref | 50.00 | 50.00 | **1.00** | 0.99-1.01 | 3 "
+            "| 1 of 3 (pair 2: others up to 35% of the CPUs, above 10%) |"
+        )
+        assert lines[5] == "| pytorch | bert | xla | dlperf / ref | — | — | — | — | 0 | — |"
+        assert lines[6] == (
+            "| jax | bert | jit | dlperf / ref | 3.00 | 3.00 | **0.91** | 0.88-0.95 | 3 | none |"
+        )
     notes = eff.noise_notes(as_json)
-    assert notes[0].startswith("noisy: resnet50 eager, dlperf / ref: pairs disagree")
+    assert notes[0].startswith("noisy: pytorch resnet50 eager, dlperf / ref: pairs disagree")
     assert (
-        notes[1] == "busy: resnet50 xla, dlperf / ref: 1 of 3 (pair 2: others up to 35% of "
-        "the CPUs, above 10%)"
+        notes[1] == "busy: pytorch resnet50 xla, dlperf / ref: 1 of 3 (pair 2: others up to "
+        "35% of the CPUs, above 10%)"
     )
-    assert notes[2] == "skipped: bert xla: not started: past --deadline-s 300"
+    assert notes[2] == "skipped: pytorch bert xla: not started: past --deadline-s 300"
     assert len(notes) == 3
+
+
+def _args(**given) -> argparse.Namespace:
+    defaults = {"frameworks": ["pytorch"], "modes": ["eager"], "models": ["resnet50", "bert"],
+                "measure": None, "device": "cpu"}  # fmt: skip
+    return argparse.Namespace(**{**defaults, **given})
+
+
+def test_jax_rows_run_after_pytorch_s_in_their_one_mode_jit():
+    both = _args(frameworks=["pytorch", "jax"], modes=["xla", "eager"])
+    assert eff.plan(both) == [
+        ("pytorch", "resnet50", "xla"), ("pytorch", "bert", "xla"),
+        ("pytorch", "resnet50", "eager"), ("pytorch", "bert", "eager"),
+        ("jax", "resnet50", "jit"), ("jax", "bert", "jit"),
+    ]  # fmt: skip
+    # jax has no uncompiled mode (dlperf run jax --xla is refused): --modes is PyTorch's.
+    assert eff.plan(_args(frameworks=["jax"], modes=["xla"], models=["bert"])) == [
+        ("jax", "bert", "jit")
+    ]
+    assert eff.plan(_args()) == [("pytorch", "resnet50", "eager"), ("pytorch", "bert", "eager")]
+
+
+def test_each_framework_runs_its_own_bare_loop_and_window():
+    assert eff.REFERENCES["pytorch"].name == "reference_loops.py"
+    assert eff.REFERENCES["jax"].name == "reference_loops_jax.py"
+    assert all(path.is_file() for path in (*eff.REFERENCES.values(), *eff.WORKLOADS.values()))
+    for framework in eff.FRAMEWORKS:
+        for model in ("resnet50", "bert"):
+            cpu = eff.measure_of(_args(), framework, model)
+            assert cpu == eff.CPU_MEASURE[framework][model] and cpu >= 10
+            assert eff.measure_of(_args(device="cuda"), framework, model) == 100
+            assert eff.measure_of(_args(measure=4), framework, model) == 4
+
+
+def test_jax_s_one_diagnostic_is_dlperf_s_class_in_the_bare_loop():
+    for model, label in (("resnet50", "ResNet50"), ("bert", "BERT")):
+        ((name, argv),) = eff.diagnostics("jax", model, channels_last=0)
+        assert name == f"dlperf {label} class, bare loop"
+        assert argv == ["--model-source", "dlperf", "--workload", str(eff.WORKLOADS["jax"])]
+    # PyTorch's keep their mask and layout variants, its own workload named.
+    torch_bert = eff.diagnostics("pytorch", "bert", channels_last=0)
+    assert len(torch_bert) == 3 and str(eff.WORKLOADS["pytorch"]) in torch_bert[0][1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,6 +306,10 @@ def test_gpu_check_measures_every_row_from_the_prepared_wheels(prepared, torch_p
     site = prepared / "dlperf-gpu-check"
     assert f"dlperf from {site / 'dlperf'}" in proc.stdout
     assert "python 3." in proc.stdout and "torch 2." in proc.stdout
+    # jax's CUDA wheels cannot travel with the checkout: said in one line, no jax row.
+    (skipped,) = [line for line in proc.stdout.splitlines() if line.startswith("jax rows:")]
+    assert "skipped" in skipped and "3.1 GiB" in skipped and "64 MiB" in skipped
+    assert {r["framework"] for r in rows} == {"pytorch"}
     assert "| workload | mode | compared |" in proc.stdout
     kinds = {(r["model"], r["row"]) for r in rows}
     for model, diagnostic_rows in (("resnet50", 2), ("bert", 3)):
@@ -282,12 +337,64 @@ def test_gpu_check_measures_every_row_from_the_prepared_wheels(prepared, torch_p
 def test_gpu_check_starts_nothing_past_its_deadline(prepared, torch_python):
     proc, rows = gpu_check(prepared, torch_python, "--deadline-s", "0")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    assert [(r["model"], r["skipped"]) for r in rows] == [
-        ("resnet50", "not started: past --deadline-s 0"),
-        ("bert", "not started: past --deadline-s 0"),
+    assert [(r["framework"], r["model"], r["skipped"]) for r in rows] == [
+        ("pytorch", "resnet50", "not started: past --deadline-s 0"),
+        ("pytorch", "bert", "not started: past --deadline-s 0"),
     ]
-    assert "skipped: bert eager: not started: past --deadline-s 0" in proc.stdout
+    assert "skipped: pytorch bert eager: not started: past --deadline-s 0" in proc.stdout
     assert "#1:" not in proc.stdout  # no round ran
+
+
+# --------------------------------------------------------------------------------------------
+# jax's bare loop (framework: it runs in the built jax env)
+# --------------------------------------------------------------------------------------------
+
+SAME_SHAPES = """
+import collections, importlib.util, sys, jax, jax.numpy as jnp
+sys.path.insert(0, sys.argv[1])
+import reference_loops_jax as bare
+spec = importlib.util.spec_from_file_location("jax_workload", sys.argv[2])
+workload = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = workload
+spec.loader.exec_module(workload)
+def shapes(model, *inputs):
+    variables = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), *inputs, train=False))
+    return collections.Counter(tuple(x.shape) for x in jax.tree_util.tree_leaves(variables))
+image, ids = jnp.zeros((1, 32, 32, 3)), jnp.zeros((1, 8), jnp.int32)
+for name, mine, inputs in (("resnet50", bare.ResNet50(), (image,)),
+                           ("bert", bare.BertForPreTraining(), (ids, ids))):
+    args = workload.parse_args(["--model", name, "--image-size", "32", "--seq-len", "8"])
+    theirs = shapes(workload.build_model(args), *inputs)
+    assert shapes(mine, *inputs) == theirs, name
+    print(name, sum(theirs.values()))
+"""
+
+
+@pytest.fixture(scope="module")
+def jax_python() -> str:
+    from dlperf.adapters import get_adapter
+    from dlperf.envs import ensure_env
+
+    return str(ensure_env(get_adapter("jax").env_spec("cpu")).python)
+
+
+@pytest.mark.framework
+def test_jax_bare_loop_models_are_dlperf_s_and_it_trains_dlperf_s_class(jax_python):
+    # Its own Flax modules have dlperf's variables, array for array (traced, not compiled).
+    workload = eff.WORKLOADS["jax"]
+    same = subprocess.run([jax_python, "-c", SAME_SHAPES, str(ROOT / "benchmarks"),
+                           str(workload)], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert same.returncode == 0, same.stderr[-3000:]
+    assert same.stdout.split() == ["resnet50", "267", "bert", "206"]
+    # The diagnostic path: dlperf's BERT class, built by the workload's own entry points.
+    argv = [jax_python, str(eff.REFERENCES["jax"]), "--model", "bert", "--batch-size", "1",
+            "--seq-len", "8", "--skip", "1", "--measure", "1", "--threads", "1",
+            "--model-source", "dlperf", "--workload", str(workload)]  # fmt: skip
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    facts = json.loads(run.stdout.splitlines()[-1])
+    assert facts["model"] == "dlperf BERT class" and facts["params"] == 110_106_428
+    assert facts["throughput"] > 0 and facts["threads"] == 1
 
 
 def test_gpu_check_refuses_to_empty_a_folder_it_did_not_fill(tmp_path):
