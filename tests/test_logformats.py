@@ -374,3 +374,48 @@ def test_mpirun_rank_tags_are_stripped() -> None:
     tagged = "\n".join(f"[1,0]<stdout>:{line}" for line in DLL_PYTORCH_REAL.splitlines())
     run = parse_log("dllogger_pytorch", tagged, LogContext(128, 8, 2))
     assert [m.step for m in run.marks] == [1, 2, 3, 7, 12]
+
+
+# ----------------------------------------------------------------- CLU metric writers (Flax)
+# clu/metric_writers/logging_writer.py:48 LoggingWriter.write_scalars: logging.info("[%d]%s %s",
+# step, collection, ", ".join(sorted f"{k}={v:.6g}" for floats, else f"{k}={v}")).
+
+
+def _clu_line(step: int, rate: str, loss: str = "6.92", collection: str = "") -> str:
+    return (
+        f"I0102 03:04:05.000006 1400 logging_writer.py:48] [{step}]{collection} "
+        f"steps_per_second={rate}, train_accuracy=0.0, train_learning_rate=1e-08, "
+        f"train_loss={loss}"
+    )
+
+
+def test_clu_reports_chain_from_the_first_and_count_the_global_batch() -> None:
+    text = "\n".join(_clu_line(step, rate) for step, rate in
+                     ((100, "0.05"), (200, "2.5"), (300, "2"), (400, "4")))  # fmt: skip
+    run = parse_log("clu", text, LogContext(16, 8, 2))
+    # The first report's interval (steps 0..100, compilation) is no mark's: marks start at 100.
+    assert [(m.step, m.time, m.samples) for m in run.marks] == [
+        (100, 0.0, 0.0), (200, 40.0, 25600.0), (300, 90.0, 25600.0), (400, 115.0, 25600.0)
+    ]  # fmt: skip
+    assert window_throughput(run.marks, 0, 400).start_step == 100  # never the compilation
+    assert run.losses == [6.92] * 4 and run.failure is None
+
+
+def test_clu_collections_malformed_rates_and_nan_losses() -> None:
+    text = "\n".join([
+        _clu_line(20, "0.5", collection=" collection=train"),
+        _clu_line(40, "0.5", collection=" collection=train"),
+        _clu_line(60, "0"),                          # no rate: malformed
+        _clu_line(60, "inf"),                        # nor this
+        _clu_line(60, "1e-400"),                     # 0 once read
+        _clu_line(60, "0.5", loss="nan"),
+        "I0102 03:04:05.000006 1400 logging_writer.py:48] [60] eval_loss=7.0, eval_accuracy=0",
+        "I0102 03:04:05.000006 1400 logging_writer.py:48] [Hyperparameters] {'lr': 0.1}",
+    ])  # fmt: skip
+    run = parse_log("clu", text, LogContext(4))
+    assert [m.step for m in run.marks] == [20, 40, 60] and run.marks[-1].time == 80.0
+    assert run.malformed == 3
+    assert run.notes == ["3 malformed or out-of-order CLU steps_per_second lines ignored"]
+    assert run.losses == [6.92, 6.92] and run.failure.startswith("the loss became NaN")
+    one = parse_log("clu", _clu_line(20, "0.5"), LogContext(4))
+    assert [(m.step, m.time) for m in one.marks] == [(20, 0.0)]  # no interval to time

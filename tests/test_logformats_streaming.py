@@ -6,7 +6,10 @@ parsers (`parse(text, ctx)` with regular expressions over the whole log, before 
 rewrite) on the logs below: real logs from ../shared/fixtures, each read by every format, and
 logs made here line by line in each upstream's format with what real logs carry besides (other
 programs' chatter, several ranks, mpirun tags, CRLF, progress bars drawn with \\r, malformed
-numbers, later epochs, failures). No wall-clock assertions: speed is benchmarks/parse_logs.py's.
+numbers, later epochs, failures). Formats written after the rewrite (orbit_train, libai,
+oneflow_models, clu) had no whole-text parser: their entries are their own first results, added
+with them, every earlier entry left as it was. No wall-clock assertions: speed is
+benchmarks/parse_logs.py's.
 """
 
 from __future__ import annotations
@@ -107,6 +110,22 @@ def _orbit(n: int, ranks: int) -> Iterator[str]:
         yield f"    {{'lm_example_loss': np.float32({10.4 - k / 100:.4f}),"
         yield f"     'learning_rate': np.float32({1e-8 * k:.4g})}}"
         yield body
+
+
+def _clu(n: int, ranks: int) -> Iterator[str]:
+    """CLU's LoggingWriter (Flax examples/imagenet): every process logs each report."""
+    start = datetime(2000, 12, 31, 23, 59, 40)
+    for k in _steps(1, n):
+        t = start + timedelta(seconds=25 * k)
+        for rank in range(ranks):
+            rate = 20 / (24.9 + k % 3 / 10 + rank / 100)
+            yield (
+                f"I{t:%m%d %H:%M:%S.%f} 14004196077 logging_writer.py:48] [{20 * k}] "
+                f"steps_per_second={rate:.6g}, train_accuracy=0.0, "
+                f"train_learning_rate={1.4e-08 * k:.8g}, train_loss={6.92 - k / 1e4:.16g}"
+            )
+        if k % 25 == 0:
+            yield f"I{t:%m%d %H:%M:%S.%f} 1 logging_writer.py:48] [{20 * k}] eval_loss=6.9"
 
 
 def _dll(stamp: datetime, rest: str) -> str:
@@ -238,6 +257,7 @@ def _pytorch_examples(n: int, ranks: int) -> Iterator[str]:
 
 MAKERS: dict[str, Callable[[int, int], Iterator[str]]] = {
     "absl_train_step": _absl,
+    "clu": _clu,
     "dllogger_pytorch": _dllogger_pytorch,
     "dllogger_tf1": _dllogger_tf1,
     "gluonnlp": _gluonnlp,

@@ -15,12 +15,21 @@ def sources_list(profile: o.Profile = None) -> None:
     """Every manifest, its pin and its checkout's state.
 
     By profile: each manifest's name (what --source takes), framework and model, upstream
-    commit, log format, environment and checkout state."""
+    commit, log format, environment and checkout state; then each model a framework has no
+    official code for, and why."""
     from dlperf.official.checkout import source_states
-    from dlperf.official.manifest import DEFAULT_PROFILE, manifests_dir, select_manifests
+    from dlperf.official.manifest import (
+        DEFAULT_PROFILE,
+        load_absences,
+        manifests_dir,
+        select_manifests,
+    )
 
     chosen = {m.name: m for m in select_manifests(None, profile)}
     print_sources(console, source_states(chosen))
+    for absence in load_absences().values():
+        if profile in (None, absence.profile):
+            console.print(esc(absence.message), highlight=False)
     console.print(
         f"* = the default for its framework, model and profile; --profile {DEFAULT_PROFILE} "
         "is the default profile of `dlperf run --impl official`"

@@ -18,7 +18,8 @@ long the log (marks and losses up to the horizon, then one mark; the interval fo
 the rows of the last `common.PENDING` intervals and fold older ones into runs). What still
 grows with a horizon: the formats that use only the first epoch (mxnet_speed, paddle,
 pytorch_examples) keep a mark or row per logged step of it, whatever the horizon, but nothing
-for the later ones. `benchmarks/parse_logs.py` measures both.
+for the later ones; clu keeps a number per logged step (its reports are `log_every_steps`
+apart). `benchmarks/parse_logs.py` measures both.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dlperf import DlperfError
 from dlperf.events import ParsedRun
 from dlperf.logformats import (
     absl_train_step,
+    clu,
     dllogger,
     gluonnlp,
     keras,
@@ -59,6 +61,7 @@ class LogFormat:
 
 FORMATS: dict[str, LogFormat] = {
     "absl_train_step": LogFormat(absl_train_step.parse, absl_train_step.NEEDLE),
+    "clu": LogFormat(clu.parse, clu.NEEDLE),
     "dllogger_mxnet": LogFormat(dllogger.parse_mxnet),
     "dllogger_pytorch": LogFormat(dllogger.parse_pytorch),
     "dllogger_tf1": LogFormat(dllogger.parse_tf1),

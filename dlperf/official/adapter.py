@@ -60,7 +60,7 @@ class OfficialAdapter(Adapter):
             framework=self.manifest.framework,
             variant=f"official-{self.manifest.upstream.name}-{device}",
             python=env.python,
-            requirements=env.requirements,
+            requirements=env.requirements_for(device),
             verify=self.launch.verify,
         )
 

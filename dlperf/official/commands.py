@@ -95,6 +95,7 @@ def plan_nodes(
             "source": source,
             "data_dir": data_dir,
             "out_dir": out_dir,
+            "image_size": str(spec.image_size or ""),
         }
         argv = [fill(t, values) for t in argv_templates]
         env = {k: fill(v, values) for k, v in env_templates.items()}

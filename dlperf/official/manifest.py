@@ -4,7 +4,8 @@ A manifest (`third_party_scripts/<name>.toml`) names an upstream repository at a
 its entry command, how each dlperf knob maps onto its arguments, its log format and its
 environment. Its command, knob arguments and environment values are templates
 (`{batch_size}`, `{node_rank}`, ...) over `PLACEHOLDERS`, checked when it loads;
-`dlperf.official.commands` fills them per node.
+`dlperf.official.commands` fills them per node. Where a framework has no official code
+for a model, a file of the same folder says so and why (`Absence`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ PLACEHOLDERS = (
     "tf_config",
     "data_dir",
     "out_dir",
+    "image_size",  # the spec's image side (the preset's: 224, smoke 64); "" for a model with none
 )
 
 
@@ -158,9 +160,16 @@ class UpstreamEnvironment(_Strict):
     kind: Literal["pip", "container"]
     python: str = ""
     requirements: tuple[str, ...] = ()
+    # Added to `requirements` for a run with --device cuda only: a GPU plugin that the CPU
+    # env does without (jax[cuda12] and its NVIDIA wheels).
+    cuda_requirements: tuple[str, ...] = ()
     image: str = ""
     runtime: Literal["docker", "apptainer"] = "docker"
     device: Literal["cpu", "cuda"] = "cuda"
+
+    def requirements_for(self, device: str) -> tuple[str, ...]:
+        """What the env of a run on `device` installs."""
+        return self.requirements + (self.cuda_requirements if device == "cuda" else ())
 
 
 class UpstreamCommand(_Strict):
@@ -219,6 +228,26 @@ class Manifest(_Strict):
         return self
 
 
+class Absence(_Strict):
+    """A framework's official implementation of a model that does not exist in a profile, and
+    why: what was looked at and why none of it qualifies. A file of its own in the manifests
+    folder, with `absent` (the reason) in place of a manifest's upstream, command and the rest;
+    `dlperf sources list` shows it and `--impl official` is refused with it, so that "none"
+    is an answer someone checked, not a gap."""
+
+    name: str
+    profile: Literal[PROFILES]
+    framework: str
+    model: str
+    title: str  # the model as a sentence names it: "no official {title} for {framework}"
+    absent: str
+
+    @property
+    def message(self) -> str:
+        reason = " ".join(self.absent.split())
+        return f"no official {self.title} for {self.framework} (profile {self.profile}): {reason}"
+
+
 # --------------------------------------------------------------------------- manifests
 
 
@@ -239,20 +268,40 @@ def patches_root() -> Path:
     return Path(os.environ.get("DLPERF_PATCHES") or _project_dir("patches"))
 
 
-def load_manifest(path: Path) -> Manifest:
+def _load(path: Path) -> Manifest | Absence:
+    """A manifest, or an absence where the file says `absent`."""
     try:
         data = tomllib.loads(path.read_text())
-        manifest = Manifest.model_validate(data)
+        kind = Absence if "absent" in data else Manifest
+        loaded = kind.model_validate(data)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise DlperfError(f"{path}: cannot read manifest: {exc}") from exc
     except ValidationError as exc:
         raise DlperfError(f"{path}: invalid manifest:\n{exc}") from exc
-    if manifest.name != path.stem:
-        raise DlperfError(f"{path}: name {manifest.name!r} must equal the file name {path.stem!r}")
-    return manifest
+    if loaded.name != path.stem:
+        raise DlperfError(f"{path}: name {loaded.name!r} must equal the file name {path.stem!r}")
+    return loaded
+
+
+def load_manifest(path: Path) -> Manifest:
+    loaded = _load(path)
+    if isinstance(loaded, Absence):
+        raise DlperfError(f"{path} declares that there is none: {loaded.message}")
+    return loaded
 
 
 def load_manifests(directory: Path | None = None) -> dict[str, Manifest]:
+    return load_folder(directory)[0]
+
+
+def load_absences(directory: Path | None = None) -> dict[str, Absence]:
+    return load_folder(directory)[1]
+
+
+def load_folder(
+    directory: Path | None = None,
+) -> tuple[dict[str, Manifest], dict[str, Absence]]:
+    """The manifests and the absences of the manifests folder, checked together."""
     given = directory is not None
     directory = directory or manifests_dir()
     if not directory.is_dir():
@@ -262,7 +311,9 @@ def load_manifests(directory: Path | None = None) -> dict[str, Manifest]:
             f"the manifests folder {directory}{whence} {why}; point DLPERF_MANIFESTS at a "
             "folder of manifests (third_party_scripts/*.toml) or unset it"
         )
-    manifests = {p.stem: load_manifest(p) for p in sorted(directory.glob("*.toml"))}
+    loaded = {p.stem: _load(p) for p in sorted(directory.glob("*.toml"))}
+    manifests = {n: m for n, m in loaded.items() if isinstance(m, Manifest)}
+    absences = {n: a for n, a in loaded.items() if isinstance(a, Absence)}
     defaults: dict[tuple[str, str, str], list[str]] = {}
     for m in manifests.values():
         if m.default:
@@ -273,16 +324,27 @@ def load_manifests(directory: Path | None = None) -> dict[str, Manifest]:
                 f"{directory}: {framework} {model} has several default {profile} manifests "
                 f"({', '.join(names)}); set default = true on one"
             )
-    return manifests
+    for a in absences.values():
+        same = (a.framework, a.model, a.profile)
+        there = [m.name for m in manifests.values() if (m.framework, m.model, m.profile) == same]
+        if there:
+            raise DlperfError(
+                f"{directory}: {a.name} says there is no official {a.framework} {a.model} in "
+                f"profile {a.profile}, but {', '.join(there)} is one; remove one of them"
+            )
+    return manifests, absences
 
 
 def select_manifests(names: list[str] | None, profile: str | None = None) -> list[Manifest]:
     """The manifests named (every one, or every one of `profile`, when `names` is empty); an
     unknown name lists the known."""
-    manifests = load_manifests()
+    manifests, absences = load_folder()
     if not names:
         return [m for m in manifests.values() if profile in (None, m.profile)]
     unknown = [n for n in names if n not in manifests]
+    for name in unknown:
+        if name in absences:
+            raise DlperfError(f"{name} is no manifest: {absences[name].message}")
     if unknown:
         raise DlperfError(
             f"unknown manifest(s) {', '.join(unknown)}; known: {', '.join(manifests)}"
@@ -295,10 +357,12 @@ def find_manifest(
 ) -> Manifest:
     """The manifest `name`, or the default one for (framework, model) in `profile` (default:
     DEFAULT_PROFILE)."""
-    manifests = load_manifests()
+    manifests, absences = load_folder()
     if profile is not None and profile not in PROFILES:
         raise DlperfError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILES)}")
     if name:
+        if name in absences:
+            raise DlperfError(absences[name].message)
         if name not in manifests:
             raise DlperfError(
                 f"no manifest named {name!r} in {manifests_dir()}; known: "
@@ -316,6 +380,9 @@ def find_manifest(
     pair = [m for m in manifests.values() if (m.framework, m.model) == (framework, model)]
     matching = [m for m in pair if m.profile == profile]
     if not matching:
+        for a in absences.values():
+            if (a.framework, a.model, a.profile) == (framework, model, profile):
+                raise DlperfError(a.message)
         if pair:
             others = sorted({m.profile for m in pair})
             raise DlperfError(
