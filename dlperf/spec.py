@@ -18,10 +18,10 @@ from dlperf import DlperfError
 from dlperf.adapter import MICRO_MODELS, Adapter, check_options
 from dlperf.adapters import get_adapter
 from dlperf.launch import DEFAULT_MASTER_PORT, JobLaunch, NodeCommand, ResolvedLaunch
-from dlperf.models import MODELS, PRESETS, get_model, preset_loadgen, preset_values
+from dlperf.models import MODELS, PRESETS, PresetValues, get_model, preset_loadgen, preset_values
 from dlperf.official.adapter import OfficialAdapter
 from dlperf.official.checkout import checkout_dir
-from dlperf.official.manifest import find_manifest
+from dlperf.official.manifest import MeasureWindow, find_manifest
 from dlperf.schema import BenchmarkSpec
 from dlperf.system import nvidia_gpu_found
 
@@ -63,7 +63,7 @@ def resolve_spec(
         # The upstream's own log cadence sets the window DLPerf measured it with.
         manifest = find_manifest(framework, model, given.get("source"), profile)
         given["source"] = manifest.name
-        window = {"skip": manifest.window.skip, "measure": manifest.window.measure}
+        window = official_window(manifest.window, p, preset)
     elif given.get("source") or profile:
         what = "--source names" if given.get("source") else "--profile picks"
         raise DlperfError(f"{what} an official implementation; add --impl official")
@@ -87,6 +87,17 @@ def resolve_spec(
     spec = with_practice(adapter, spec)
     check_spec(adapter, spec)
     return spec
+
+
+def official_window(window: MeasureWindow, p: PresetValues, preset: str) -> dict[str, int]:
+    """An upstream's window: the one DLPerf measured it with, from its log cadence. Under the
+    smoke preset (a path test), the preset's own skip and measure rounded up to whole report
+    intervals, never longer than the upstream's window: the shortest run its marks can time."""
+    if preset != "smoke":
+        return {"skip": window.skip, "measure": window.measure}
+    every = window.log_every
+    return {"skip": min(window.skip, -(-p.skip // every) * every),
+            "measure": min(window.measure, -(-p.measure // every) * every)}  # fmt: skip
 
 
 def with_practice(adapter: Adapter, spec: BenchmarkSpec) -> BenchmarkSpec:

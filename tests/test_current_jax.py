@@ -119,8 +119,9 @@ def _node_lines(text: str) -> list[str]:
               "--config.half_precision=False", "knobs applied: batch_size, steps, synthetic, "
               "fp32, no_xla; log format clu; window skip 20, measure 100"], []),
         (("--amp",), ["--config.batch_size=256 ", "--config.half_precision=True"], []),
+        # smoke: the preset's window (skip 2, measure 5) in whole report intervals of 20
         (("--preset", "smoke"), ["--config.batch_size=4 --config.image_size=64",
-                                 "--config.num_train_steps=120"], []),
+                                 "--config.num_train_steps=40"], []),
         (("--data-dir", "/data/tfds"), ["TFDS_DATA_DIR=/data/tfds"],
          ["--config.dataset=synthetic"]),
     ],
@@ -349,9 +350,9 @@ def test_cpu_smoke_run(tmp_path) -> None:
     shared.mkdir(parents=True, exist_ok=True)
     (home / "envs").symlink_to(shared)
     out = dlperf("run", "jax", "resnet50", "--impl", "official", "--preset", "smoke",
-                 "--device", "cpu", "--repeats", "1", "--skip", "20", "--measure", "20",
-                 "--timeout", "1200", "--sources-dir", str(sources), "--results-dir",
-                 str(tmp_path / "results"), "--json", home=home, **env)  # fmt: skip
+                 "--device", "cpu", "--repeats", "1", "--timeout", "1200",
+                 "--sources-dir", str(sources), "--results-dir", str(tmp_path / "results"),
+                 "--json", home=home, **env)  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     result = json.loads(out.stdout[out.stdout.index("{") :])
     assert result["status"] == "ok", result.get("warnings")

@@ -28,3 +28,22 @@ def test_smoke_shrinks_shapes_and_steps_never_the_architecture():
         assert set(vars(smoke)) == set(vars(full))
     s = resolve_spec("pytorch", "resnet50", preset="smoke")
     assert s.image_size < 224 and s.repeats == 3
+
+
+def test_smoke_shrinks_an_official_window_to_whole_report_intervals() -> None:
+    """A smoke run of an upstream's script is a path test: the preset's skip and measure,
+    rounded up to the upstream's report interval, never past the window DLPerf measured."""
+    from dlperf.models import PresetValues
+    from dlperf.official.manifest import MeasureWindow
+    from dlperf.spec import official_window
+
+    smoke = PresetValues(2, 5, 3, 4, 4, image_size=64)
+    every_20 = MeasureWindow(log_every=20, skip=20, measure=100)
+    assert official_window(every_20, smoke, "smoke") == {"skip": 20, "measure": 20}
+    assert official_window(every_20, smoke, "dlperf") == {"skip": 20, "measure": 100}
+    every_step = MeasureWindow(log_every=1, skip=20, measure=100)
+    assert official_window(every_step, smoke, "smoke") == {"skip": 2, "measure": 5}
+    coarse = MeasureWindow(log_every=100, skip=100, measure=500)
+    assert official_window(coarse, smoke, "smoke") == {"skip": 100, "measure": 100}
+    spec = resolve_spec("jax", "resnet50", preset="smoke", overrides={"impl": "official"})
+    assert (spec.skip, spec.measure) == (20, 20)
