@@ -21,6 +21,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 
 CAL = ["run", "calibration", "pace", "--preset", "smoke"]
 TORCH = ["run", "pytorch", "resnet50", "--preset", "smoke", "--dry-run"]
+JAX = ["run", "jax", "resnet50", "--preset", "smoke", "--dry-run"]
 INFER = [*CAL, "--mode", "infer", "--scenario", "offline"]
 LONG = "1" * 300
 SWEEP = '[sweep]\npreset = "smoke"\nframeworks = ["calibration"]\nmodels = ["pace"]\n'
@@ -165,6 +166,16 @@ RUN = [
     bad("oneflow fuse_bn_relu 2",
         ["run", "oneflow", "resnet50", "--dry-run", "--set", "fuse_bn_relu=2"],
         "fuse_bn_relu takes one of 0, 1"),
+    bad("jax unknown key", [*JAX, "--set", "nope=1"],
+        "unknown --set key(s) for jax resnet50: nope; valid keys: amp_dtype, donate, "
+        "latency_hiding_scheduler, seed, threads"),
+    bad("jax amp_dtype fp8", [*JAX, "--amp", "--set", "amp_dtype=fp8"],
+        "--set amp_dtype='fp8' is not valid for jax resnet50: amp_dtype takes one of bfloat16, "
+        "float16"),
+    bad("jax donate yes", ["run", "jax", "bert", "--dry-run", "--set", "donate=yes"],
+        "donate takes one of 0, 1"),
+    bad("jax micro donate", ["run", "jax", "linear", "--dry-run", "--set", "donate=1"],
+        "valid keys: in_features, layers, out_features, seed, threads"),
     bad("micro layers 0", ["run", "pytorch", "linear", "--dry-run", "--set", "layers=0"],
         "layers takes an integer >= 1"),
     bad("micro bag_size on linear",
@@ -418,7 +429,8 @@ OTHERS = [
     bad("check-models unknown framework", ["check-models", "--framework", "caffe"],
         "known frameworks: calibration"),
     bad("check-models calibration", ["check-models", "--framework", "calibration"],
-        "nothing to check: calibration build(s) only test doubles; frameworks to check: mxnet"),
+        "nothing to check: calibration build(s) only test doubles; frameworks to check: jax, "
+        "mxnet"),
     bad("check-models micro", ["check-models", "--model", "linear"],
         "linear has no catalog parameter count"),
     bad("check-models model the framework lacks",
@@ -531,12 +543,40 @@ def test_a_refused_run_with_an_unusable_interpreter_leaves_no_results_folder(cli
     assert not (tmp_path / "results").exists()
 
 
+@pytest.fixture(scope="module")
+def jax_cpu_python() -> Path:
+    """The interpreter of the jax env dlperf builds for the CPU, in the usual DLPERF_HOME (a
+    module fixture: set up before `cli` points DLPERF_HOME at the test's empty folder)."""
+    from dlperf.adapters import get_adapter
+    from dlperf.envs import ensure_env
+
+    return ensure_env(get_adapter("jax").env_spec("cpu")).python
+
+
+@pytest.mark.framework
+def test_device_cuda_with_a_cpu_only_jax_is_refused_with_jaxs_reason(
+    jax_cpu_python, cli, tmp_path, monkeypatch
+):
+    """`--python` at jax's CPU env, on a host that has an NVIDIA GPU (this one is said to have
+    one, so the host's own check passes): the adapter's cuda_check asks jax, which finds no
+    CUDA backend; refused with jax's reason, nothing stored or built."""
+    python = jax_cpu_python
+    monkeypatch.setattr("dlperf.spec.nvidia_gpu_found", lambda: True)
+    code, text = cli("run", "jax", "resnet50", "--preset", "smoke", "--device", "cuda",
+                     "--python", str(python))  # fmt: skip
+    assert code == 1, text
+    assert f"--python {python}: jax 0." in text and "cannot use a GPU there (jax 0." in text
+    assert "sees no GPU: jax.devices('gpu') finds no CUDA backend" in text, text
+    assert "run with --device cpu" in text
+    assert _tree(tmp_path) == set(), "a refused run wrote something"
+
+
 def test_history_names_the_frameworks_models_and_machines_there_are(cli, tmp_path) -> None:
     _stored_results(tmp_path / "stored")
     history = ["history", "--results-dir", "stored"]
     code, text = cli(*history, "--framework", "nosuch")
     assert code == 1, text
-    assert "--framework 'nosuch': dlperf knows no such framework (calibration, mxnet," in text
+    assert "--framework 'nosuch': dlperf knows no such framework (calibration, jax, mxnet," in text
     assert text.endswith("frameworks in stored: calibration"), text
     code, text = cli(*history, "--framework", "pytorch")
     assert code == 1, text

@@ -21,11 +21,11 @@ def test_a_check_passes_only_when_params_and_flops_agree():
 
 @pytest.mark.framework
 def test_every_framework_builds_the_same_models():
-    # The models all five frameworks have (PyTorch's SuperBench families are checked in
+    # The models all six frameworks have (PyTorch's SuperBench families are checked in
     # test_frameworks.py).
     checks = check_models(models=["resnet50", "bert"])
     frameworks = {c.framework for c in checks}
-    assert frameworks == {"pytorch", "tensorflow", "paddle", "mxnet", "oneflow"}
+    assert frameworks == {"pytorch", "tensorflow", "paddle", "mxnet", "oneflow", "jax"}
     bad = [
         (c.framework, c.model, c.params, c.flops_per_sample, c.error) for c in checks if not c.ok
     ]
@@ -33,3 +33,10 @@ def test_every_framework_builds_the_same_models():
     for c in checks:
         expected = 24.535e9 if c.model == "resnet50" else 85.50e9
         assert c.flops_per_sample == pytest.approx(expected, rel=1e-3)
+    # The sixth (Flax) at the catalog's counts, and the FLOPs PyTorch's workload counts.
+    jax = {c.model: c for c in checks if c.framework == "jax"}
+    torch = {c.model: c for c in checks if c.framework == "pytorch"}
+    assert (jax["resnet50"].params, jax["bert"].params) == (25_557_032, 110_106_428)
+    for model in ("resnet50", "bert"):
+        assert jax[model].shape == torch[model].shape
+        assert jax[model].flops_per_sample == pytest.approx(torch[model].flops_per_sample)

@@ -17,7 +17,7 @@ from dlperf.runner import run_benchmark
 from dlperf.schema import RepeatStatus, ResultStatus
 from dlperf.spec import check_run, resolve_spec
 
-FRAMEWORKS = ["pytorch", "tensorflow", "paddle", "mxnet", "oneflow"]
+FRAMEWORKS = ["pytorch", "tensorflow", "paddle", "mxnet", "oneflow", "jax"]
 
 
 @pytest.mark.parametrize("name", FRAMEWORKS)
@@ -104,6 +104,9 @@ def test_amp_and_compile_paths_run_or_say_why_not(tmp_path, framework, overrides
     )  # fmt: skip
     result, _ = run_benchmark(check_run(spec), tmp_path)
     (repeat,) = result.repeats
+    if framework == "jax" and overrides.get("xla"):  # every jax step is XLA: no switch to turn
+        assert repeat.status == RepeatStatus.unsupported, repeat.message
+        assert repeat.message.startswith("not supported: --xla: jax always compiles with XLA")
     if repeat.status == RepeatStatus.unsupported:  # allowed, with a reason; never a wrong label
         assert repeat.message.startswith("not supported: ") and len(repeat.message) > 20
         return

@@ -379,7 +379,7 @@ def test_scenario_needs_inference_mode() -> None:
 
 # ------------------------------------------------------------------------ real frameworks
 
-FRAMEWORKS = ["mxnet", "oneflow", "paddle", "pytorch", "tensorflow"]
+FRAMEWORKS = ["jax", "mxnet", "oneflow", "paddle", "pytorch", "tensorflow"]
 
 
 @pytest.mark.framework
@@ -445,6 +445,22 @@ def test_pytorch_resnet50_loadgen_offline_smoke_is_valid_on_a_busy_machine(tmp_p
         assert "Result is : VALID" in summary.read_text()
 
 
+@pytest.mark.framework
+def test_jax_resnet50_loadgen_offline_smoke_is_valid(tmp_path) -> None:
+    # The smoke command as a user types it (one repeat): LoadGen drives jax's jitted forward,
+    # which always runs the whole batch (XLA compiles per shape), and calls the run VALID.
+    out = CliRunner().invoke(app, ["run", "jax", "resnet50", "--mode", "infer", "--scenario",
+                                   "offline", "--preset", "smoke", "--repeats", "1",
+                                   "--results-dir", str(tmp_path)])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    (result,) = ResultStore(tmp_path).results()
+    assert result.metrics.loadgen_valid is True
+    (r,) = result.repeats
+    assert r.status == RepeatStatus.ok and r.loadgen.valid, r.loadgen.reasons
+    assert r.loadgen.scenario == "Offline" and r.throughput == r.loadgen.samples_per_second
+    assert "Result is : VALID" in (Path(r.loadgen.log_dir) / "mlperf_log_summary.txt").read_text()
+
+
 # ----------------------------------------------------------------- FAMBench microbenchmarks
 
 
@@ -464,7 +480,7 @@ def test_microbenchmarks_are_their_own_implementation_kind() -> None:
     assert argv[1].endswith("tensorflow/micro.py") and "--threads" in argv
 
 
-HAS_EMBEDDING_BAG = {"pytorch", "tensorflow"}
+HAS_EMBEDDING_BAG = {"jax", "pytorch", "tensorflow"}  # jax: a jnp.take + sum XLA fuses
 
 
 @pytest.mark.framework

@@ -4,6 +4,7 @@ and the quoting checked by a real shell."""
 from __future__ import annotations
 
 import contextlib
+import socket
 import subprocess
 from pathlib import Path
 
@@ -118,7 +119,6 @@ def pace_spec(**options: str):
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory: pytest.TempPathFactory):
     import shutil
-    import socket
     import time
 
     sshd = shutil.which("sshd") or next(
@@ -213,6 +213,48 @@ def test_ssh_launcher_hangs_up_remote_ranks_when_one_node_fails(sshd, tmp_path, 
     assert not workload_processes(tmp_path)  # killing the local ssh hung up the remote ranks
 
 
+# The same, with jax: two processes joined by jax.distributed.initialize (coordinator, process
+# count and id from dlperf's launch plan) and gloo, a tiny ResNet50 whose gradients really cross
+# the loopback between the two "nodes".
+JAX_TINY = {"nodes": 2, "devices_per_node": 1, "image_size": 32, "batch_size": 2, "skip": 1,
+            "measure": 2, "repeats": 1}  # fmt: skip
+
+
+def jax_spec():
+    return resolve_spec("jax", "resnet50", preset="smoke", overrides=JAX_TINY)
+
+
+def check_jax_job(r, raw: Path, cwd: Path | None = None) -> None:
+    """A two-node jax repeat: both nodes stepped to the end, each wrote its rank's events, and
+    the throughput is the marks' arithmetic (both ranks' samples over the slower window)."""
+    steps = JAX_TINY["skip"] + JAX_TINY["measure"]
+    for n in (0, 1):
+        assert f"step {steps}/{steps}" in (raw / f"repeat-1.node{n}.log").read_text()
+    assert sorted(p.name for p in raw.glob("repeat-1.events.rank*.jsonl")) == [
+        "repeat-1.events.rank0.jsonl", "repeat-1.events.rank1.jsonl"
+    ]  # fmt: skip
+    expected, elapsed = throughput_from_marks(r, cwd)
+    assert r.throughput == pytest.approx(expected, rel=1e-9) and len(elapsed) == 2
+    assert r.window.samples == 2 * JAX_TINY["batch_size"] * JAX_TINY["measure"]
+    assert r.workload["world_size"] == 2  # jax.device_count() across the joined processes
+
+
+@pytest.mark.multiprocess
+@pytest.mark.framework
+def test_ssh_launcher_runs_a_two_node_jax_job(sshd, tmp_path, monkeypatch) -> None:
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import run_benchmark
+    from dlperf.schema import ResultStatus
+
+    monkeypatch.setenv("DLPERF_SSH", sshd)
+    launch = JobLaunch("ssh", ("127.0.0.1", "localhost"))
+    result, _ = run_benchmark(check_run(jax_spec(), launch=launch), tmp_path)
+    assert result.status == ResultStatus.ok, result.warnings
+    (r,) = result.repeats
+    assert r.command[0] == "ssh" and result.job.launcher == "ssh"
+    check_jax_job(r, Path(r.log_path).parent)
+
+
 def mpirun_env(monkeypatch) -> None:
     import os
     import shutil
@@ -240,6 +282,22 @@ def test_mpirun_launcher_runs_a_two_node_job(tmp_path, monkeypatch) -> None:
     raw = Path(r.log_path).parent
     for n in (0, 1):  # the dispatch script sent each node's output to its own log
         assert "step 13/13" in (raw / f"repeat-1.node{n}.log").read_text()
+
+
+@pytest.mark.multiprocess
+@pytest.mark.framework
+def test_mpirun_launcher_runs_a_two_node_jax_job(tmp_path, monkeypatch) -> None:
+    from dlperf.launch import JobLaunch
+    from dlperf.runner import run_benchmark
+    from dlperf.schema import ResultStatus
+
+    mpirun_env(monkeypatch)
+    launch = JobLaunch("mpirun", ("127.0.0.1", "127.0.0.1"))
+    result, _ = run_benchmark(check_run(jax_spec(), launch=launch), tmp_path)
+    assert result.status == ResultStatus.ok, result.warnings
+    (r,) = result.repeats
+    assert r.command[0] == "mpirun" and result.job.launcher == "mpirun"
+    check_jax_job(r, Path(r.log_path).parent)
 
 
 @pytest.mark.multiprocess
@@ -301,6 +359,12 @@ def test_sbatch_script_reruns_the_same_benchmark_inside_the_allocation(tmp_path)
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
 
 
+# The nodes' names, in Slurm's (sorted) order. A job's master address is node 0's name, as on
+# a real cluster, where node names resolve: a framework that connects to it (jax's coordinator)
+# needs a name this host resolves, so node 0 is named as this host is (Slurm refuses the name
+# localhost), and node 1 after it, so that it sorts second.
+SLURM_NODES = (socket.gethostname(), f"{socket.gethostname()}-peer")
+
 SLURM_CONF = """\
 ClusterName=dlperf-test
 SlurmctldHost=localhost
@@ -323,9 +387,9 @@ MpiDefault=none
 ReturnToService=2
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-NodeName=n0 NodeHostname=localhost NodeAddr=127.0.0.1 Port={port2} CPUs=2 State=UNKNOWN
-NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port={port3} CPUs=2 State=UNKNOWN
-PartitionName=test Nodes=n0,n1 Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+NodeName={n0} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port2} CPUs=2 State=UNKNOWN
+NodeName={n1} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port3} CPUs=2 State=UNKNOWN
+PartitionName=test Nodes={n0},{n1} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 """
 
 
@@ -334,7 +398,6 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
     """A two-node Slurm cluster on this host: munged, slurmctld and one slurmd per node."""
     import os
     import shutil
-    import socket
     import time
 
     import psutil
@@ -352,8 +415,9 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
             s.bind(("127.0.0.1", 0))
             ports.append(s.getsockname()[1])
     conf = d / "slurm.conf"
+    n0, n1 = SLURM_NODES
     conf.write_text(SLURM_CONF.format(d=d, port=ports[0], port1=ports[1], port2=ports[2],
-                                      port3=ports[3]))  # fmt: skip
+                                      port3=ports[3], n0=n0, n1=n1))  # fmt: skip
     env = {**os.environ, "SLURM_CONF": str(conf)}
     Path("/run/munge").mkdir(exist_ok=True)
     munge_pid = d / "munged.pid"
@@ -363,8 +427,8 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
     # Slurm's munge plugin finds the socket through AuthInfo.
     conf.write_text(conf.read_text() + f"AuthInfo=socket={munge_socket}\n")
     subprocess.run(["slurmctld", "-c"], env=env, check=True)
-    subprocess.run(["slurmd", "-N", "n0"], env=env, check=True)
-    subprocess.run(["slurmd", "-N", "n1"], env=env, check=True)
+    for node in SLURM_NODES:
+        subprocess.run(["slurmd", "-N", node], env=env, check=True)
     for _ in range(100):
         out = subprocess.run(["sinfo", "-h", "-o", "%T %D"], env=env, capture_output=True,
                              text=True).stdout.split()  # fmt: skip
@@ -384,15 +448,22 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
 
 
 def salloc_run(slurm_env, results: Path, *options: str) -> subprocess.CompletedProcess:
+    run = ["calibration", "pace", "--preset", "smoke", "--nodes", "2", "--devices-per-node", "1",
+           "--skip", "3", "--measure", "10", "--repeats", "1", "--batch-size", "10",
+           "--no-output-timeout", "5", "--set", "step_ms=20", *options]  # fmt: skip
+    return salloc_dlperf_run(slurm_env, results, run, timeout_s=120)
+
+
+def salloc_dlperf_run(
+    slurm_env, results: Path, run: list[str], timeout_s: float
+) -> subprocess.CompletedProcess:
+    """`salloc -N 2 dlperf run RUN... --launcher slurm` in the test cluster, as JSON."""
     import sys
 
-    dlperf = [sys.executable, "-m", "dlperf", "run", "calibration", "pace", "--preset", "smoke",
-              "--nodes", "2", "--devices-per-node", "1", "--skip", "3", "--measure", "10",
-              "--repeats", "1", "--batch-size", "10", "--no-output-timeout", "5",
-              "--set", "step_ms=20", *options, "--launcher", "slurm",
+    dlperf = [sys.executable, "-m", "dlperf", "run", *run, "--launcher", "slurm",
               "--results-dir", str(results), "--json"]  # fmt: skip
     return subprocess.run(["salloc", "-N", "2", *dlperf], env=slurm_env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+                          text=True, timeout=timeout_s)  # fmt: skip
 
 
 @pytest.mark.multiprocess
@@ -407,8 +478,8 @@ def test_slurm_launcher_runs_a_two_node_job_in_an_allocation(slurm, tmp_path) ->
 
     marks = throughput_from_marks(Repeat.model_validate(r))[0]
     assert r["throughput"] == pytest.approx(marks, rel=1e-9)
-    assert r["command"][0] == "srun" and "--nodelist=n0,n1" in r["command"]
-    assert result["job"]["hosts"] == ["n0", "n1"] and result["job"]["launcher"] == "slurm"
+    assert r["command"][0] == "srun" and f"--nodelist={','.join(SLURM_NODES)}" in r["command"]
+    assert result["job"]["hosts"] == list(SLURM_NODES) and result["job"]["launcher"] == "slurm"
     raw = Path(r["log_path"]).parent
     for n in (0, 1):
         assert "step 13/13" in (raw / f"repeat-1.node{n}.log").read_text()
@@ -423,3 +494,21 @@ def test_slurm_launcher_cancels_every_task_when_a_node_hangs(slurm, tmp_path) ->
     (r,) = json.loads(out.stdout)["repeats"]
     assert r["status"] == "hung" and "hanging at step 4" in r["log_tail"]
     assert not workload_processes(tmp_path)
+
+
+@pytest.mark.multiprocess
+@pytest.mark.framework
+def test_slurm_launcher_runs_a_two_node_jax_job_in_an_allocation(slurm, tmp_path) -> None:
+    import json
+
+    from dlperf.schema import Repeat
+
+    options = [f"--{k.replace('_', '-')}={v}" for k, v in JAX_TINY.items()]
+    out = salloc_dlperf_run(slurm, tmp_path, ["jax", "resnet50", "--preset", "smoke", *options],
+                            timeout_s=900)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout)
+    assert result["status"] == "ok", result["warnings"]
+    (r,) = result["repeats"]
+    assert r["command"][0] == "srun" and result["job"]["launcher"] == "slurm"
+    check_jax_job(Repeat.model_validate(r), Path(r["log_path"]).parent)

@@ -3,6 +3,7 @@ max-reduce of step times, and fault teardown with no orphan processes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from unittest import mock
 
@@ -96,7 +97,9 @@ def test_a_hung_rank_brings_every_node_down_within_the_timeout(tmp_path: Path) -
 
 
 @pytest.mark.framework
-@pytest.mark.parametrize("framework", ["mxnet", "oneflow", "paddle", "pytorch", "tensorflow"])
+@pytest.mark.parametrize(
+    "framework", ["jax", "mxnet", "oneflow", "paddle", "pytorch", "tensorflow"]
+)
 def test_two_simulated_nodes_train_data_parallel(tmp_path: Path, framework: str) -> None:
     s = resolve_spec(
         framework, "resnet50", preset="smoke",
@@ -105,13 +108,47 @@ def test_two_simulated_nodes_train_data_parallel(tmp_path: Path, framework: str)
     result, _ = run_benchmark(check_run(s), tmp_path)
     assert result.status == ResultStatus.ok, result.warnings
     (r,) = result.repeats
-    # world_size comes from the framework's own group (DDP / MultiWorkerMirroredStrategy).
+    # world_size comes from the framework's own group (DDP / MultiWorkerMirroredStrategy;
+    # jax: the devices of the job jax.distributed joined, one per node here).
     assert r.workload["world_size"] == 2 and len(r.rank_elapsed_s) == 2
     assert r.window.samples == 2 * s.batch_size * s.measure  # both ranks' samples
     raw = Path(r.log_path).parent
     assert sorted(p.name for p in raw.glob("repeat-1.events.rank*.jsonl")) == [
         "repeat-1.events.rank0.jsonl", "repeat-1.events.rank1.jsonl"
     ]  # fmt: skip
+
+
+@pytest.mark.framework
+def test_jax_drives_two_emulated_cpu_devices_from_one_process(tmp_path: Path) -> None:
+    """--nodes 1 --devices-per-node 2: one jax process with two CPU devices (jax_num_cpu_devices),
+    the batch sharded over a two-device mesh. As the core's contract says (Adapter.job_commands),
+    a process driving several devices writes one events file, named by its first device's
+    global rank, counting every device's samples; the job's window is that one clock's."""
+    s = resolve_spec(
+        "jax", "resnet50", preset="smoke",
+        overrides={"nodes": 1, "devices_per_node": 2, "image_size": 32, "batch_size": 2,
+                   "skip": 1, "measure": 2, "repeats": 1},
+    )  # fmt: skip
+    result, _ = run_benchmark(check_run(s), tmp_path)
+    assert result.status == ResultStatus.ok, result.warnings
+    assert result.spec.world_size == 2 and result.job.global_batch == 4
+    (r,) = result.repeats
+    assert r.workload["world_size"] == 2 and r.workload["local_devices"] == 2
+    raw = Path(r.log_path).parent
+    assert [p.name for p in raw.glob("repeat-1.events.rank*.jsonl")] == [
+        "repeat-1.events.rank0.jsonl"
+    ]  # fmt: skip
+    lines = (raw / "repeat-1.events.rank0.jsonl").read_text().splitlines()
+    steps = [e for e in map(json.loads, lines) if e["event"] == "step"]
+    assert [e["samples"] for e in steps] == [2 * s.batch_size] * s.steps  # both devices'
+    assert r.window.samples == 2 * s.batch_size * s.measure
+    expected, elapsed = throughput_from_marks(r)
+    assert r.throughput == pytest.approx(expected, rel=1e-9) and len(elapsed) == 1
+    assert r.window.elapsed_s == pytest.approx(elapsed[0], abs=1e-6)
+    # One clock, so no per-clock list: rank_elapsed_s has an entry per events file of a job
+    # that has several (the slowest of them is the job's), as a one-process run has none.
+    assert r.rank_elapsed_s == []
+    assert not any("ranks reached different steps" in w for w in result.warnings)
 
 
 def test_an_adapter_without_a_launcher_is_refused_before_any_env_is_built() -> None:
