@@ -150,6 +150,8 @@ ENV_PREFIXES: tuple[str, ...] = (
     "PADDLE_",
     "MXNET_",
     "ONEFLOW_",
+    "JAX_",  # JAX_ENABLE_X64, JAX_PLATFORMS, JAX_COMPILATION_CACHE_DIR
+    "XLA_",  # XLA_FLAGS (jax, TensorFlow's XLA), XLA_PYTHON_CLIENT_MEM_FRACTION
     "HOROVOD_",
     "MALLOC_",  # glibc/jemalloc: MALLOC_ARENA_MAX, MALLOC_CONF
     "TCMALLOC_",

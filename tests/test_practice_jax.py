@@ -5,8 +5,8 @@
 Donation changes where XLA writes the new train state, not what it computes: the same seed
 gives the same losses step for step with and without it. The CUDA defaults (float16 with
 DynamicScale, the latency-hiding scheduler) are checked as values only: nothing here needs a
-GPU, and float16 is not run on the CPU (XLA compiles a float16 ResNet50 or BERT step for
-minutes there, emulating the dtype).
+GPU, and float16 runs on the CPU only through the workload's own train step on a tiny model
+(XLA compiles a float16 ResNet50 or BERT step for minutes there, emulating the dtype).
 """
 
 from __future__ import annotations
@@ -150,3 +150,51 @@ def test_micro_linear_with_amp_runs_in_bfloat16_on_a_cpu(env, tmp_path):
     (repeat,) = result.repeats
     assert repeat.workload["amp_dtype"] == "bfloat16"
     assert result.metrics.score_unit == "TF/s" and result.metrics.score > 0
+
+
+# The workload's own train step under float16 with Flax's DynamicScale, on a model small enough
+# that XLA compiles it in seconds on a CPU (a float16 ResNet50 takes minutes): overflowing
+# steps keep the weights and halve the scale, finite ones update, and the step compiles once.
+DYNAMIC_SCALE = """
+import sys, types
+sys.path.insert(0, {folder!r})
+import jax, jax.numpy as jnp, optax
+from flax import linen as nn
+import workload as w
+
+class Tiny(nn.Module):
+    @nn.compact
+    def __call__(self, x, train=False):
+        x = nn.BatchNorm(use_running_average=not train, dtype=jnp.float16)(x.astype(jnp.float16))
+        return nn.Dense(10, dtype=jnp.float16)(x.reshape(x.shape[0], -1)).astype(jnp.float32)
+
+args = types.SimpleNamespace(model="resnet50", seed=0)
+model, tx = Tiny(), optax.sgd(0.1)
+variables = model.init(jax.random.PRNGKey(0), jnp.ones((2, 4, 4, 3)), train=False)
+x = jax.random.normal(jax.random.PRNGKey(1), (2, 4, 4, 3))
+state = {{"params": variables["params"], "batch_stats": variables["batch_stats"],
+          "opt_state": tx.init(variables["params"]), "step": jnp.zeros((), jnp.int32),
+          "scale": w.loss_scale()}}
+step = jax.jit(w.make_train_step(args, model, tx, scaled=True))
+huge = (x * 1e4, jnp.array([1, 2]))  # float16 overflows: the update is skipped
+state2, loss = step(state, huge)
+same = jax.tree_util.tree_all(jax.tree_util.tree_map(
+    lambda a, b: bool((a == b).all()), state2["params"], state["params"]))
+state3, _ = step(state2, (x, jnp.array([1, 2])))  # finite: the weights move
+moved = not jax.tree_util.tree_all(jax.tree_util.tree_map(
+    lambda a, b: bool((a == b).all()), state3["params"], state2["params"]))
+print(float(state["scale"].scale), float(state2["scale"].scale), same, moved,
+      step._cache_size())
+"""
+
+
+@pytest.mark.framework
+def test_float16_steps_skip_overflows_through_dynamic_scale(env):
+    folder = str(
+        Path(JAX.command(resolve_spec("jax", "resnet50", preset="smoke"), "p").argv[1]).parent
+    )
+    out = subprocess.run([str(env.python), "-c", DYNAMIC_SCALE.format(folder=folder)],
+                         capture_output=True, text=True, env=env.run_env(), check=True)  # fmt: skip
+    first, after_overflow, kept, moved, compiled = out.stdout.split()[-5:]
+    assert (float(first), float(after_overflow)) == (65536.0, 32768.0)
+    assert (kept, moved, compiled) == ("True", "True", "1")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dlperf import DlperfError
 from dlperf.adapter import SEED, THREADS_MAX, WorkloadScriptAdapter, choice, flag, integer
 from dlperf.launch import WORKLOAD, FrameworkLaunch, gpu_check, when
 from dlperf.schema import BenchmarkSpec
@@ -71,6 +72,16 @@ class JaxAdapter(WorkloadScriptAdapter):
     python = "3.11"
     launch = LAUNCH
     options = OPTIONS
+
+    def check(self, spec: BenchmarkSpec) -> None:
+        """Refuse a setting that would change nothing in this run (and still be recorded)."""
+        if "amp_dtype" in spec.options and spec.precision != "amp":
+            raise DlperfError("--set amp_dtype applies with --amp only: add --amp, or leave it out")
+        if "donate" in spec.options and spec.mode != "train":
+            raise DlperfError(
+                "--set donate applies to training (the train state is donated); inference "
+                "keeps its weights: leave it out"
+            )
 
     def practice(self, spec: BenchmarkSpec) -> dict[str, str]:
         """JAX's own advice, each a `--set` key:

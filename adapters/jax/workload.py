@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import socket
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -388,7 +389,9 @@ class Jax(kit.Hooks):
             return
         # Read when the backend starts (nothing has started it yet): XLA's CPU thread pool,
         # this process's devices, the GPU flags.
-        on_host = kit.ranks_on_host()  # simulated nodes share the host's cores
+        # Simulated nodes share the host's cores: a share per process (the launcher counts
+        # ranks, and each jax process drives --local-devices of them).
+        on_host = max(1, kit.ranks_on_host() // args.local_devices)
         threads = args.threads or (kit.cores_per_rank(on_host) if on_host > 1 else 0)
         if threads and args.device == "cpu":
             os.environ["NPROC"] = str(threads)
@@ -416,6 +419,12 @@ class Jax(kit.Hooks):
 
     def place(self, args: argparse.Namespace) -> kit.Place:
         if args.num_processes > 1:
+            host = args.coordinator.rsplit(":", 1)[0].strip("[]")
+            try:  # jax would wait its whole 300 s start-up timeout, then abort in C++
+                socket.getaddrinfo(host, None)
+            except OSError as exc:
+                sys.exit(f"error: cannot resolve the coordinator's host {host!r} ({exc}): "
+                         "name node 0 by an address every node can reach")  # fmt: skip
             jax.distributed.initialize(
                 coordinator_address=args.coordinator,
                 num_processes=args.num_processes,
