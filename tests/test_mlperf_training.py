@@ -429,3 +429,55 @@ def test_a_fraction_of_a_sample_per_accelerator_is_printed_with_its_digits(
     per = stored["metrics"]["throughput"]["median"] / 65_536
     assert per < 1
     assert f"MLPerf score {README_SCORES[PADDLE]} min, {per:.3g} samples/s per accelerator" in out
+
+
+# --- When a submission ran, and what its system is called (issue 32, row 12) ------------------
+
+
+def test_a_submission_is_created_when_its_runs_started(published, fixtures) -> None:
+    """`created` is the earliest run_start of the folder's logs (each line's time_ms), read
+    here without dlperf: a v1.0 submission is of May 2021, not of the day it was imported."""
+    from datetime import datetime, timezone
+
+    for name, result in published.items():
+        files = sorted((fixtures / "mlperf_training" / name).glob("result_*.txt"))
+        first = min(e["time_ms"] for f in files for e in events(f) if e["key"] == "run_start")
+        started = datetime.fromtimestamp(first / 1000, timezone.utc).replace(microsecond=0)
+        assert result.created_at == started, name
+    assert published[JAX].created == "2021-05-19T04:39:57+00:00"
+    assert published[MXNET].created.startswith("2024-04-")  # v4.0: spring 2024
+
+
+def test_logs_without_a_plausible_time_keep_the_imports_and_say_so(tmp_path) -> None:
+    """A log whose clock was never set (time_ms near 0: 1970) is no date of an MLPerf run."""
+    from datetime import datetime, timedelta, timezone
+
+    folder = mllog(tmp_path / "v4.0-clock" / "ssd", "ssd", [
+        (0, "global_batch_size", 256, {}), (0, "train_samples", 1_170_301, {}),
+        *epochs_log(epochs=2, seconds=500, eval_s=30)])  # fmt: skip
+    log = folder / "result_0.txt"
+    log.write_text(log.read_text().replace(f'"time_ms": {T0}', '"time_ms": 1'))
+    result, _ = one_run(folder, tmp_path)
+    assert datetime.now(timezone.utc) - result.created_at < timedelta(days=1)
+    assert any(w.startswith("created is the import's time") for w in result.warnings)
+
+
+def test_placeholders_of_a_system_description_name_nothing(published, fixtures, tmp_path) -> None:
+    """Google's v1.0 system.json leaves most values "TODO" (its interconnect, OS): none of
+    them reaches the machine's name or its environment; N/A and empty values neither."""
+    from dlperf.identity import machine_of
+
+    jax = published[JAX]
+    assert machine_of(jax).label == "128 x TPU, AMD Rome"
+    assert jax.environment.interconnect is None and jax.environment.os == "unknown"
+    assert jax.spec.options["system"] == "tpu-v4-256"
+    folder = copy(fixtures, MXNET, tmp_path)
+    system = json.loads((folder / "system.json").read_text())
+    system.update(accelerator_interconnect="N/A", host_processor_model_name=" todo ",
+                  operating_system="", system_name="TBD")  # fmt: skip
+    (folder / "system.json").write_text(json.dumps(system))
+    (result, _), = import_folders([folder], results_dir=tmp_path / "r")  # fmt: skip
+    assert machine_of(result).label == "8 x NVIDIA H200-SXM5-141GB"
+    assert result.spec.options["system"] == folder.parent.name  # the results folder's name
+    env = result.environment.model_dump_json()
+    assert not any(p in env for p in ('"N/A"', '" todo "', '"TBD"'))

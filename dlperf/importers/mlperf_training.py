@@ -29,6 +29,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,11 @@ FRAMEWORKS = (  # system.json's "framework" text -> dlperf's framework name, fir
     ("tinygrad", "tinygrad"), ("nemo", "pytorch"), ("megatron", "pytorch"),
 )  # fmt: skip
 ROUND = re.compile(r"(?:^|[^0-9a-z])v(\d+\.\d+)(?:$|[^0-9])", re.IGNORECASE)
+# What submitters write into system.json for a value they never filled in: no value at all.
+PLACEHOLDERS = frozenset(("", "todo", "tbd", "tba", "n/a", "na", "none", "null", "-", "unknown"))
+# No MLPerf Training run is older (the first round, v0.5, ran in 2018): a log's time before it
+# is no date (a clock that was not set), and the result keeps the import's time.
+EARLIEST_LOG = datetime(2018, 1, 1, tzinfo=timezone.utc)
 DAMAGED = "the file is damaged or not MLPerf's: copy it again from the submission, or move it out"
 
 
@@ -761,7 +767,7 @@ def folder_result(folder: Folder, stop_if_interrupted: Callable[[], None] = lamb
     benchmark = benchmark_of(folder, checked)
     if not counts_samples(benchmark, checked):
         raise NotCounted(f"{NO_THROUGHPUT}{COUNTED}, and {benchmark}'s logs have none")
-    accelerator = str(system.get("accelerator_model_name") or "unknown accelerator")
+    accelerator = _text(system.get("accelerator_model_name")) or "unknown accelerator"
     global_batch = global_batch_of(checked)
     spec = BenchmarkSpec.checked(
         framework=framework_of(system),
@@ -775,9 +781,9 @@ def folder_result(folder: Folder, stop_if_interrupted: Callable[[], None] = lamb
         options={
             "suite": SUITE,
             "round": folder.round,
-            "division": str(system.get("division", "")),
-            "submitter": str(system.get("submitter", "")),
-            "system": str(system.get("system_name") or folder.path.parent.name),
+            "division": _text(system.get("division")) or "",
+            "submitter": _text(system.get("submitter")) or "",
+            "system": system_name(folder),
         },
     )
     repeats = []
@@ -785,7 +791,7 @@ def folder_result(folder: Folder, stop_if_interrupted: Callable[[], None] = lamb
         workload = {
             "flops_per_sample": flops_per_sample(benchmark, lines, Path(run.file)),
             "device_name": accelerator,
-            "framework_version": str(system.get("framework", "")) or None,
+            "framework_version": _text(system.get("framework")),
         }
         run = with_throughput(run, benchmark, lines, global_batch)
         repeats.append(run_repeat(i, run, workload, readable=any_line))
@@ -794,7 +800,8 @@ def folder_result(folder: Folder, stop_if_interrupted: Callable[[], None] = lamb
     if not any(r.throughput for r in repeats):  # the score stays; the reason is said
         notes = (r.training.note or "" for r in repeats)
         why_not.append(next((n for n in notes if n.startswith(NO_THROUGHPUT)), NO_THROUGHPUT))
-    return finished(result, folder, score, factor, [*why_not, *unread], global_batch)
+    result = finished(result, folder, score, factor, [*why_not, *unread], global_batch)
+    return when_run(result, checked)
 
 
 def benchmark_of(folder: Folder, checked: list[tuple[TrainingRun, list[Any]]]) -> str:
@@ -904,14 +911,41 @@ def plausible_mfu(result: Result) -> tuple[Metrics, list[str]]:
     return m.model_copy(update={"mfu": None, "achieved_flops": None}), [why]
 
 
+def when_run(result: Result, checked: list[tuple[TrainingRun, list[Any]]]) -> Result:
+    """`result` created when its runs started, not when it was imported: the earliest
+    run_start of its logs (each :::MLLOG line carries its `time_ms`), else their earliest
+    line. A submission of 2021 is drawn in 2021 on a chart over time, and orders before the
+    results measured since. Logs whose times are no plausible date keep the import's time,
+    and the result says so."""
+    starts = [ll.timestamp for _, lines in checked for ll in lines if ll.key == "run_start"]
+    stamps = starts or [ll.timestamp for _, lines in checked for ll in lines]
+    if not stamps:
+        return result
+    started = datetime.fromtimestamp(min(stamps) / 1000, timezone.utc) if min(stamps) > 0 else None
+    imported = result.created_at
+    if started is None or not EARLIEST_LOG <= started <= imported + timedelta(days=1):
+        said = f"{min(stamps):.0f} ms" if started is None else started.isoformat()
+        note = (
+            f"created is the import's time: the logs' first time_ms ({said}) is no plausible "
+            "date of an MLPerf run"
+        )
+        return result.model_copy(update={"warnings": [*result.warnings, note]})
+    return result.model_copy(update={"created": started.isoformat(timespec="seconds")})
+
+
+def system_name(folder: Folder) -> str:
+    """The submitter's name of the system (`system_name`), else its results folder's."""
+    return _text(folder.system.get("system_name")) or folder.path.parent.name
+
+
 def system_environment(result: Result, folder: Folder) -> Environment:
     """The imported environment with the submitter's system description: its name, OS, host
-    CPU, accelerators and interconnect."""
+    CPU, accelerators and interconnect (a placeholder such as "TODO" is no value)."""
     system = folder.system
     return result.environment.model_copy(
         update={
-            "host": str(system.get("system_name") or folder.path.parent.name),
-            "os": str(system.get("operating_system") or "unknown"),
+            "host": system_name(folder),
+            "os": _text(system.get("operating_system")) or "unknown",
             "cpu": _text(system.get("host_processor_model_name")),
             "gpu": result.environment.device_name,
             "gpu_count": result.spec.world_size,
@@ -921,7 +955,12 @@ def system_environment(result: Result, folder: Folder) -> Environment:
 
 
 def _text(value: Any) -> str | None:
-    return str(value) if value not in (None, "") else None
+    """A value of the submitter's system description as text; None for a placeholder
+    (`PLACEHOLDERS`: "TODO", "N/A", empty), which would otherwise name the machine."""
+    if value is None:
+        return None
+    text = " ".join(str(value).split())
+    return None if text.casefold() in PLACEHOLDERS else text
 
 
 def _run_order(path: Path) -> tuple[int, str]:
@@ -970,8 +1009,8 @@ def whole_number(value: Any) -> int | None:
 
 def framework_of(system: dict[str, Any]) -> str:
     """dlperf's name of the system's framework (`framework` as the submitter wrote it)."""
-    written = str(system.get("framework_name") or "") + " " + str(system.get("framework") or "")
-    low = written.lower()
+    written = [_text(system.get("framework_name")), _text(system.get("framework"))]
+    low = " ".join(w for w in written if w).lower()
     found = next((name for word, name in FRAMEWORKS if word in low), None)
     return found or (low.split() or ["unknown"])[0]
 
