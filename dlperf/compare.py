@@ -8,13 +8,17 @@ machines are never compared unless asked (`--across-machines`), and then the mac
 printed first; one machine is the same recorded hardware (`identity.same_machine`), not the
 same id, and a machine whose hardware was not recorded is one only with itself. Where two
 machines have the same label, the output names them with their ids (`identity.machine_names`).
-A comparison that paired nothing is not a pass: it says why (exit code 3).
+A comparison that paired nothing is not a pass: it says why (exit code 3). Published references
+(MLPerf results imported by `dlperf parse mlperf-training`) are other people's systems: left out
+unless asked (`include_references`), and counted so the output can say so.
 
 Each side's number is the median of its ok repeats. A change counts only when it is larger
 than the threshold (default 5 %) AND it is significant by `stats.significance` (the exact
 two-sided Mann-Whitney U test at alpha 0.05, or, with too few repeats for it, the 95 % Student
 t intervals of the means not overlapping). A significant drop beyond the threshold is a
-regression.
+regression. A change beyond the threshold that is not significant ("within noise") says why:
+how many repeats, how noisy, and how many repeats a side would show a change of the threshold's
+size on that noise (`stats.repeats_to_detect`), or that these counts cannot show any change.
 """
 
 from __future__ import annotations
@@ -36,10 +40,11 @@ from dlperf.identity import (
     same_machine,
     settings_label,
 )
+from dlperf.published import is_published_reference
 from dlperf.resultio import load_result
 from dlperf.rows import metric_values, result_row
 from dlperf.schema import Result
-from dlperf.stats import ALPHA, judge
+from dlperf.stats import ALPHA, REPEATS_SEARCHED, Detection, judge, repeats_to_detect
 from dlperf.store import ResultStore
 
 REGRESSION = 2  # exit codes of `dlperf compare` (0: no significant regression)
@@ -70,6 +75,15 @@ class Row:
     machine_b: str | None = None
     machine_id: str = ""  # A's machine's id (`machine_b_id`: B's, when it is another machine)
     machine_b_id: str | None = None
+    n_a: int = 0  # ok repeats on each side
+    n_b: int = 0
+    detection: Detection | None = None  # "within noise": what these repeats can tell
+
+    @property
+    def label(self) -> str:
+        """The pair in one line: its benchmark, settings and machine(s)."""
+        machine = self.machine + (f" -> {self.machine_b}" if self.machine_b else "")
+        return f"{self.benchmark} [{self.settings_a}] on {machine}"
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,12 @@ class Comparison:
     across_machines: bool = False
     reason: str | None = None  # why nothing was comparable (exit code 3); None when some was
     threshold: float = 0.05
+    references_left_out: int = 0  # published references not compared (`include_references`)
+
+    @property
+    def machines(self) -> list[str]:
+        """Every machine either side ran on, once."""
+        return sorted(set(self.machines_a) | set(self.machines_b))
 
     @property
     def exit_code(self) -> int:
@@ -154,6 +174,42 @@ def pair(
     return pairs, only_a, only_b
 
 
+def _gpus(machine: Machine) -> str | None:
+    if not machine.gpu:
+        return None
+    text = f"{machine.gpu_count} x {machine.gpu}" if machine.gpu_count else machine.gpu
+    return text + (f" {machine.gpu_memory_gib} GiB" if machine.gpu_memory_gib else "")
+
+
+def machine_changes(a: Machine, b: Machine) -> list[str]:
+    """What differs between two machines' recorded hardware, fact by fact ("CPU AMD EPYC 7B13
+    -> Intel Xeon Platinum 8480+", "CPUs 2 -> 224", "GPUs – -> 8 x NVIDIA H200 140 GiB"); both
+    unrecorded: said so, for they may differ in anything."""
+    if not a.known and not b.known:
+        return ["hardware not recorded on either side"]
+    facts = (
+        ("CPU", a.cpu, b.cpu),
+        ("CPUs", a.cpu_count, b.cpu_count),
+        ("GPUs", _gpus(a), _gpus(b)),
+        ("interconnect", a.interconnect, b.interconnect),
+    )
+    return [f"{name} {x or '–'} -> {y or '–'}" for name, x, y in facts if x != y]
+
+
+def pair_differences(a: Result, b: Result) -> list[str]:
+    """Everything that differs between two paired results: settings, then the machines'
+    hardware (when they ran on two), the workload's CPU threads as it reported them, then
+    versions, commits and host (`identity.differences`)."""
+    found = differences(result_row(a), result_row(b))
+    settings = [d for d in found if d.startswith("setting ")]
+    ma, mb = machine_of(a), machine_of(b)
+    hardware = [] if same_machine(ma, mb) else machine_changes(ma, mb)
+    ta, tb = a.environment.threads, b.environment.threads
+    threads = [] if ta == tb or any(d.startswith("setting threads ") for d in settings) else [
+        f"threads {ta or '–'} -> {tb or '–'}"]  # fmt: skip
+    return settings + hardware + threads + found[len(settings) :]
+
+
 def compare_pair(a: Result, b: Result, threshold: float, names: Names | None = None) -> Row | None:
     """B's result against A's; None when one side has no ok repeat. `names`: how the
     comparison names machines (`identity.machine_names`; their labels when not given)."""
@@ -181,11 +237,39 @@ def compare_pair(a: Result, b: Result, threshold: float, names: Names | None = N
         b_id=b.id,
         settings_a=settings_label(dict(identity_of(a).settings)),
         settings_b=settings_label(dict(identity_of(b).settings)),
-        differences=tuple(differences(result_row(a), result_row(b))),
+        differences=tuple(pair_differences(a, b)),
         machine_b=_named(mb, names) if other else None,
         machine_id=ma.id,
         machine_b_id=mb.id if other else None,
+        n_a=len(va),
+        n_b=len(vb),
+        detection=repeats_to_detect(va, vb, threshold) if v.verdict == "within noise" else None,
     )
+
+
+def noise_note(row: Row, threshold: float) -> str | None:
+    """Why a change beyond the threshold is "within noise", in one line a user can act on:
+    the repeats and their spread, whether these counts can show any change at all, and how many
+    repeats a side would show a change of the threshold's size on this noise."""
+    d = row.detection
+    if d is None:
+        return None
+    counts = f"{d.n_a} vs {d.n_b} repeats"
+    cv_a, cv_b = f"{d.cv_a:.0%}", f"{d.cv_b:.0%}"
+    one = cv_a == cv_b or 1 in (d.n_a, d.n_b)  # a side of one repeat has the other's
+    noise = f"CV {cv_a}" if one else f"CV {cv_a} and {cv_b}"
+    size = f"a {threshold:.0%} change"
+    if d.repeats is None:
+        needs = f"more than {REPEATS_SEARCHED} repeats a side: quieten the machine"
+    else:
+        needs = f"{d.repeats} repeats a side"
+    if not d.reachable:
+        return (f"{counts} at {noise}: the {row.test} test cannot reach significance at "
+                f"n={d.n_a}/{d.n_b} at all; {size} needs {needs}")  # fmt: skip
+    if not d.enough:
+        return f"{counts} at {noise} are too few to show {size}; it needs {needs}"
+    return (f"{counts} at {noise} would show {size} in a typical run, but these overlap: "
+            "rerun on a quiet machine (see dlperf doctor)")  # fmt: skip
 
 
 def compare_results(
@@ -193,9 +277,17 @@ def compare_results(
     side_b: Sequence[Result],
     threshold: float = 0.05,
     across_machines: bool = False,
+    include_references: bool = False,
 ) -> Comparison:
-    """Pair the two sides' results and judge every pair (see the module docstring)."""
+    """Pair the two sides' results and judge every pair (see the module docstring); published
+    references only when `include_references`."""
     check_threshold(threshold)
+    left_out = 0
+    if not include_references:
+        kept_a = [r for r in side_a if not is_published_reference(r)]
+        kept_b = [r for r in side_b if not is_published_reference(r)]
+        left_out = len(side_a) + len(side_b) - len(kept_a) - len(kept_b)
+        side_a, side_b = kept_a, kept_b
     pairs, only_a, only_b = pair(side_a, side_b, across_machines)
     names = machine_names((m.id, m.label) for m in map(machine_of, [*side_a, *side_b]))
     rows, notes = [], []
@@ -233,6 +325,9 @@ def compare_results(
                 + f" (A: {'; '.join(machines_a)}; B: {'; '.join(machines_b)}): add "
                 "--across-machines to compare them anyway"
             )
+        elif left_out and (not side_a or not side_b):
+            reason = (f"{'A' if not side_a else 'B'} holds only published references: "
+                      "add --include-references to compare them")  # fmt: skip
         else:
             reason = "A and B have no benchmark in common"
     rows.sort(key=lambda r: (r.benchmark, r.machine, r.settings_a, r.settings_b))
@@ -246,51 +341,79 @@ def compare_results(
         across_machines=across_machines,
         reason=reason,
         threshold=threshold,
+        references_left_out=left_out,
     )
 
 
-def compare(a: Path, b: Path, threshold: float = 0.05, across_machines: bool = False) -> Comparison:
+def compare(
+    a: Path,
+    b: Path,
+    threshold: float = 0.05,
+    across_machines: bool = False,
+    include_references: bool = False,
+) -> Comparison:
     """Compare two results folders (or result files)."""
     check_threshold(threshold)
-    return compare_results(load_side(a), load_side(b), threshold, across_machines)
+    return compare_results(load_side(a), load_side(b), threshold, across_machines,
+                           include_references)  # fmt: skip
+
+
+def machines_line(c: Comparison) -> str:
+    """Which machines the results ran on, each named in full (`identity.machine_names`)."""
+    if c.across_machines:
+        return (f"Across machines (asked for with --across-machines): A ran on "
+                f"{'; '.join(c.machines_a)}; B ran on {'; '.join(c.machines_b)}. "
+                "Each row names what differs.")  # fmt: skip
+    machines = c.machines
+    return f"Machine{'s' if len(machines) > 1 else ''}: {'; '.join(machines)}."
+
+
+def test_line(c: Comparison) -> str:
+    """What makes a change count."""
+    return (f"A change counts when it is beyond {c.threshold:.0%} and significant: exact "
+            f"Mann-Whitney U test at alpha {ALPHA}, or, with too few repeats for it, 95% "
+            "Student t intervals of the means that do not overlap.")  # fmt: skip
+
+
+def references_line(c: Comparison) -> str | None:
+    """How many published references were left out, and how to include them."""
+    if not c.references_left_out:
+        return None
+    return (f"{c.references_left_out} published reference(s) (imported MLPerf results) left "
+            "out: --include-references compares them.")  # fmt: skip
 
 
 def render_markdown(c: Comparison) -> str:
-    """The comparison as Markdown: the machines, the test, a row per pair, what is only on one
-    side, and why nothing was comparable when that is so. Text from the results is escaped as
-    the reports escape it (`dlperf.report.cells`)."""
+    """The comparison as Markdown (for a CI comment): the machines, the test, a row per pair,
+    why each change "within noise" is, what is only on one side, and why nothing was
+    comparable when that is so. Text from the results is escaped as the reports escape it
+    (`dlperf.report.cells`)."""
     from dlperf.report.cells import cell, text
 
-    lines = []
-    if c.across_machines:
-        lines += [
-            "**Across machines** (asked for with --across-machines): A ran on "
-            f"{text('; '.join(c.machines_a))}; B ran on {text('; '.join(c.machines_b))}.",
-            "",
-        ]
-    else:
-        machines = "; ".join(sorted(set(c.machines_a) | set(c.machines_b)))
-        lines += [f"Machine{'s' if len(c.machines_a) > 1 else ''}: {text(machines)}.", ""]
-    lines += [
-        f"Threshold {c.threshold:.0%}; significance: exact Mann-Whitney U at alpha {ALPHA}, or "
-        "95% Student t confidence intervals of the means that do not overlap when there are too "
-        "few repeats for it.",
-        "",
-    ]
+    lines = [text(machines_line(c)), "", text(test_line(c)), ""]
+    left_out = references_line(c)
+    lines += [text(left_out), ""] if left_out else []
     if c.rows:
         lines += [
-            "| benchmark | machine | metric | A | B | change | test | p | verdict | differences |",
-            "|---|---|---|---:|---:|---:|---|---:|---|---|",
+            "| benchmark | settings | machine | metric | A | B | change | test | p | verdict "
+            "| differences |",
+            "|---|---|---|---|---:|---:|---:|---|---:|---|---|",
         ]
     for r in c.rows:
         p = f"{r.p:.3g}" if r.p is not None else "–"
         mark = "**" if r.verdict == "regression" else ""
         machine = r.machine + (f" -> {r.machine_b}" if r.machine_b else "")
         lines.append(
-            f"| {cell(r.benchmark)} | {cell(machine)} | {cell(r.metric)} | {r.a:.4g} | {r.b:.4g} | "
-            f"{r.change:+.1%} | {r.test} | {p} | {mark}{r.verdict}{mark} | "
-            f"{cell('; '.join(r.differences) or 'none')} |"
+            f"| {cell(r.benchmark)} | {cell(r.settings_a)} | {cell(machine)} | {cell(r.metric)} "
+            f"| {r.a:.4g} | {r.b:.4g} | {r.change:+.1%} | {r.test} | {p} | "
+            f"{mark}{r.verdict}{mark} | {cell('; '.join(r.differences) or 'none')} |"
         )
+    notes = [(r, noise_note(r, c.threshold)) for r in c.rows]
+    if any(note for _, note in notes):
+        lines += ["", "Within noise:", ""]
+        lines += [f"- {text(r.label)}: {text(note)}" for r, note in notes if note]
+    if c.only_a or c.only_b or c.notes:
+        lines.append("")
     lines += [f"- only in A: {text(n)}" for n in c.only_a]
     lines += [f"- only in B: {text(n)}" for n in c.only_b]
     lines += [f"- {text(n)}" for n in c.notes]

@@ -397,3 +397,78 @@ def judge(
     else:
         verdict = "regression" if worse else "improvement"
     return Verdict(change, sig.test, sig.p, sig.significant, verdict)
+
+
+# ------------------------------------------------- how many repeats would show a change?
+
+REPEATS_SEARCHED = 100  # the most repeats a side `repeats_to_detect` tries
+LINEAR_UP_TO = 10  # every count up to here is tried (the test changes at small counts)
+FAR = 1e6  # "any change": B this many times faster (or slower) than A
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What `significance` can tell with `n_a` vs `n_b` repeats on the noise the repeats showed
+    (each side's CV; a side of one repeat borrows the other's): whether any change could be
+    significant with these counts at all (`reachable`), whether a change of the threshold's size
+    would be (`enough`), and the fewest repeats a side at which it would be (`repeats`; None:
+    more than REPEATS_SEARCHED)."""
+
+    n_a: int
+    n_b: int
+    cv_a: float
+    cv_b: float
+    reachable: bool
+    enough: bool
+    repeats: int | None
+
+
+def ideal_repeats(n: int, centre: float, stdev: float) -> list[float]:
+    """n values centred on `centre` whose sample standard deviation is exactly `stdev`: the
+    normal distribution's quantiles at (i + 1/2) / n, rescaled. Typical repeats of that noise
+    (no draw's luck), on which a test's verdict is its verdict for a typical run."""
+    if n < 2 or stdev == 0:
+        return [centre] * n
+    z = [statistics.NormalDist().inv_cdf((i + 0.5) / n) for i in range(n)]
+    scale = stdev / statistics.stdev(z)
+    return [centre + scale * v for v in z]
+
+
+def _cv(values: Sequence[float]) -> float | None:
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / abs(mean) if mean else 0.0
+
+
+def repeats_to_detect(va: Sequence[float], vb: Sequence[float], threshold: float) -> Detection:
+    """How many repeats a side `significance` needs to find a change of `threshold` (a fraction
+    of A's median, in the direction B moved) significant on the noise of these repeats: each
+    side's relative spread (CV) kept, ideal repeats of it (`ideal_repeats`) judged by the same
+    test compare uses at each count. The answer is for a typical run: a run as likely to be
+    luckier as not. With `n_a` vs `n_b` repeats as noisy as these, even an unbounded change
+    may never be significant (3 vs 3 at a CV of 40 % or more: the t interval of the mean then
+    reaches past zero); `reachable` says so."""
+    cv_a, cv_b = _cv(va), _cv(vb)
+    cv_a = cv_a if cv_a is not None else cv_b or 0.0
+    cv_b = cv_b if cv_b is not None else cv_a
+    up = statistics.median(vb) >= statistics.median(va)
+    size = 1 + threshold if up else 1 - threshold
+
+    def detects(n_a: int, n_b: int, factor: float) -> bool:
+        a = ideal_repeats(n_a, 1.0, cv_a)
+        b = ideal_repeats(n_b, factor, cv_b * factor)
+        return significance(a, b).significant
+
+    n_a, n_b = len(va), len(vb)
+    reachable = detects(n_a, n_b, FAR if up else 1 / FAR)
+    enough = detects(n_a, n_b, size)
+    needed = next((n for n in range(2, LINEAR_UP_TO + 1) if detects(n, n, size)), None)
+    if needed is None and detects(REPEATS_SEARCHED, REPEATS_SEARCHED, size):
+        # Beyond the small counts the rank test's power only grows with n: bisect.
+        low, high = LINEAR_UP_TO, REPEATS_SEARCHED
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (low, mid) if detects(mid, mid, size) else (mid, high)
+        needed = high
+    return Detection(n_a, n_b, cv_a, cv_b, reachable, enough, needed)
