@@ -21,7 +21,7 @@ from dlperf.cli.output import (
     write_json,
     write_text,
 )
-from dlperf.cli.render_compare import history_tables, score_tables
+from dlperf.cli.render_compare import compare_output, history_tables, score_tables
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
 
@@ -87,20 +87,30 @@ def compare(
     b: co.Candidate,
     threshold: co.Threshold = 0.05,
     across_machines: co.AcrossMachines = False,
+    include_references: co.IncludeReferences = False,
+    output_format: co.CompareFormat = "table",
     out: co.MarkdownOut = None,
     json_out: co.CompareJson = False,
 ) -> None:
     """Compare results B against A, benchmark by benchmark.
 
-    On the same machine, with every setting and environment difference named. Exit code 2
+    On the same machine, with every setting and environment difference named; a change beyond
+    the threshold that is not significant says how many repeats would show one. Exit code 2
     when B regressed, 3 when nothing was comparable (no benchmark in common, or only on other
     machines)."""
     from dlperf.compare import compare as compare_sides
     from dlperf.compare import render_markdown
 
-    c = compare_sides(a, b, threshold, across_machines)
-    text = render_markdown(c)
-    write_text(text, sys.stderr if json_out else sys.stdout)
+    c = compare_sides(a, b, threshold, across_machines, include_references)
+    shown = err if json_out else console  # with --json, stdout is the JSON alone
+    if output_format == "markdown":
+        write_text(render_markdown(c), sys.stderr if json_out else sys.stdout)
+    else:
+        for part in compare_output(c):
+            shown.print(part, highlight=False)
+    if out is not None:
+        atomic_write(out, render_markdown(c))
+        print_whole(err, "Markdown written to", out)
     if json_out:
         print_json(
             {
@@ -113,10 +123,9 @@ def compare(
                 "only_in_a": c.only_a,
                 "only_in_b": c.only_b,
                 "notes": c.notes,
+                "references_left_out": c.references_left_out,
             }
         )
-    if out is not None:
-        atomic_write(out, text)
     if c.exit_code:
         raise typer.Exit(c.exit_code)
 

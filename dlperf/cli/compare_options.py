@@ -4,7 +4,7 @@ shared, in `options`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -81,11 +81,33 @@ Threshold = Annotated[
     float, typer.Option(help="Smallest change that counts, a fraction in [0, 1).")
 ]
 
-MarkdownOut = Annotated[Path | None, file_option("Also write the Markdown table here.")]
+MarkdownOut = Annotated[
+    Path | None, file_option("Also write the comparison as Markdown here (a CI comment).")
+]
+
+CompareFormat = Annotated[
+    Literal["table", "markdown"],
+    typer.Option(
+        "--format",
+        help="table (for a terminal: fits its width) or markdown (for a CI comment).",
+    ),
+]
+
+IncludeReferences = Annotated[
+    bool,
+    typer.Option(
+        "--include-references",
+        help="Compare published references too (MLPerf results imported by `dlperf parse "
+        "mlperf-training`); they are left out by default: other people's systems.",
+    ),
+]
 
 CompareJson = Annotated[
     bool,
-    typer.Option("--json", help="Print the rows and notes as JSON on stdout; the table on stderr."),
+    typer.Option(
+        "--json",
+        help="Print the pairs and notes as JSON on stdout; the table (or Markdown) on stderr.",
+    ),
 ]
 
 OnlyMachines = Annotated[

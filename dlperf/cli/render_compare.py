@@ -1,5 +1,6 @@
-"""What `dlperf score` and `dlperf history` show: the scored configurations and domain
-subscores, and each series' points with their verdicts and what changed between them."""
+"""What `dlperf score`, `dlperf history` and `dlperf compare` show: the scored configurations
+and domain subscores, each series' points with their verdicts and what changed between them,
+and each compared pair with its verdict, what differs and why a change is within noise."""
 
 from __future__ import annotations
 
@@ -122,3 +123,68 @@ def _history_notes(group) -> list[str]:
             lines.append(f"[dim]{esc(p.result_id)} changed since the point before:[/] "
                          f"{esc('; '.join(p.changes))}")  # fmt: skip
     return lines
+
+
+def compare_output(c) -> list[RenderableType]:
+    """`dlperf compare` on a terminal: the machines, the test, then each benchmark on its
+    machine(s) as a heading over a table of its pairs (A's settings, both medians, the change,
+    the verdict), with what differs and why a change is "within noise" below; what is only on
+    one side; why nothing was comparable. Ids and names whole, numbers never cut: only the
+    settings and the prose wrap, between words."""
+    from itertools import groupby
+
+    from dlperf.compare import machines_line, noise_note, references_line, test_line
+
+    if c.across_machines:
+        shown: list[RenderableType] = [Text("Across machines (asked for with --across-machines):")]
+        shown += [indented(f"{side} ran on {esc('; '.join(names))}")
+                  for side, names in (("A", c.machines_a), ("B", c.machines_b))]  # fmt: skip
+    elif len(c.machines) == 1:
+        shown = [Text(machines_line(c))]
+    else:  # a folder of several machines: each compared with its own
+        shown = [Text("Machines:"), *(indented(esc(name)) for name in c.machines)]
+    shown.append(Text(test_line(c)))
+    left_out = references_line(c)
+    shown += [Text(left_out)] if left_out else []
+    for (benchmark, machine, machine_b), group in groupby(
+        c.rows, key=lambda r: (r.benchmark, r.machine, r.machine_b)
+    ):
+        group = list(group)
+        where = esc(machine) + (f" -> {esc(machine_b)}" if machine_b else "")
+        units = {r.metric for r in group}
+        heading = f"[bold]{esc(benchmark)}[/] on {where}"
+        heading += f" (medians in {esc(units.pop())})" if len(units) == 1 else ""
+        shown += [Text(""), Text.from_markup(heading)]
+        table = Table(box=None, padding=(0, 1), pad_edge=False)
+        table.add_column("settings (A)", ratio=1)
+        for header in ("A", "B", "change"):
+            table.add_column(header, justify="right", no_wrap=True)
+        table.add_column("verdict")
+        for r in group:
+            table.add_row(*_compare_row(r))
+        shown.append(Padding(table, (0, 0, 0, 2), expand=False))
+        for r in group:
+            first = esc(f"[{r.settings_a}] ") if len(group) > 1 else ""
+            if r.differences:
+                shown.append(indented(f"{first}[dim]differs:[/] {esc('; '.join(r.differences))}"))
+            note = noise_note(r, c.threshold)
+            if note:
+                shown.append(indented(f"{first}[yellow]why within noise:[/] {esc(note)}"))
+    for side, names in (("A", c.only_a), ("B", c.only_b)):
+        if names:
+            shown += [Text(""), Text(f"only in {side} (nothing to pair with in the other side):")]
+            shown += [indented(esc(name)) for name in names]
+    if c.notes:
+        shown.append(Text(""))
+    shown += [Text(note) for note in c.notes]
+    if c.reason:
+        shown += [Text(""), Text.from_markup(f"[bold]Nothing compared:[/] {esc(c.reason)}.")]
+    return shown
+
+
+def _compare_row(r) -> list[str]:
+    style = VERDICT_STYLES.get(r.verdict, "")
+    verdict = f"[{style}]{esc(r.verdict)}[/]" if style else esc(r.verdict)
+    if r.p is not None:
+        verdict += f" (p {r.p:.2g})"
+    return [esc(r.settings_a), f"{r.a:.4g}", f"{r.b:.4g}", f"{r.change:+.1%}", verdict]
