@@ -37,6 +37,7 @@ from dlperf.identity import (
     identity_of,
     machine_names,
     machine_of,
+    parameters_of,
     same_machine,
     settings_label,
 )
@@ -78,12 +79,18 @@ class Row:
     n_a: int = 0  # ok repeats on each side
     n_b: int = 0
     detection: Detection | None = None  # "within noise": what these repeats can tell
+    parameters: str = ""  # what the benchmark id's hash stands for (`identity.describe`)
 
     @property
     def label(self) -> str:
         """The pair in one line: its benchmark, settings and machine(s)."""
         machine = self.machine + (f" -> {self.machine_b}" if self.machine_b else "")
-        return f"{self.benchmark} [{self.settings_a}] on {machine}"
+        return f"{self.name} [{self.settings_a}] on {machine}"
+
+    @property
+    def name(self) -> str:
+        """The benchmark id, with the parameters its hash stands for."""
+        return self.benchmark + (f" ({self.parameters})" if self.parameters else "")
 
 
 @dataclass(frozen=True)
@@ -244,6 +251,7 @@ def compare_pair(a: Result, b: Result, threshold: float, names: Names | None = N
         n_a=len(va),
         n_b=len(vb),
         detection=repeats_to_detect(va, vb, threshold) if v.verdict == "within noise" else None,
+        parameters=settings_label(parameters_of(a.spec)) if parameters_of(a.spec) else "",
     )
 
 
@@ -404,7 +412,7 @@ def render_markdown(c: Comparison) -> str:
         mark = "**" if r.verdict == "regression" else ""
         machine = r.machine + (f" -> {r.machine_b}" if r.machine_b else "")
         lines.append(
-            f"| {cell(r.benchmark)} | {cell(r.settings_a)} | {cell(machine)} | {cell(r.metric)} "
+            f"| {cell(r.name)} | {cell(r.settings_a)} | {cell(machine)} | {cell(r.metric)} "
             f"| {r.a:.4g} | {r.b:.4g} | {r.change:+.1%} | {r.test} | {p} | "
             f"{mark}{r.verdict}{mark} | {cell('; '.join(r.differences) or 'none')} |"
         )

@@ -176,7 +176,10 @@ def test_compare_pairs_jax_with_jax_only_on_its_machine(store, with_published, r
     jax = by[benchmark_id(runs["jax"].spec)]
     assert jax.a == jax.b == pytest.approx(runs["jax"].metrics.throughput.median)
     assert jax.change == 0 and c.exit_code == 0 and len(c.rows) == 2
-    # MLCommons' TPU run is jax too, but another benchmark on another machine: never paired.
+    # MLCommons' TPU run is a published reference: left out unless asked; asked, it is jax
+    # too, but another benchmark on another machine: never paired.
+    assert c.only_b == [] and c.references_left_out == 1
+    c = compare(store, with_published, include_references=True)
     assert len(c.only_b) == 1 and "jax-resnet50-train" in c.only_b[0] and "tpu" in c.only_b[0]
     # jax against pytorch: another framework is another benchmark, so nothing to compare.
     files = {s.result.spec.framework: store / s.relpath for s in ResultStore(store).load()}

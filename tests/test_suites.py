@@ -118,7 +118,7 @@ def test_compare_flags_a_significant_regression_and_exits_2(tmp_path: Path) -> N
     assert r.p == pytest.approx(2 / 3432) and r.verdict == "regression"
     assert by_model["bert"].verdict == "no change" and not c.notes and c.exit_code == 2
     out = CliRunner().invoke(app, ["compare", str(a), str(b)])
-    assert out.exit_code == 2 and "**regression**" in out.output
+    assert out.exit_code == 2 and "regression (p 0.00058)" in out.output
     assert CliRunner().invoke(app, ["compare", str(a), str(a)]).exit_code == 0
 
 
@@ -135,7 +135,7 @@ def test_compare_json_is_every_row_field_and_the_notes(tmp_path: Path) -> None:
     assert data == {"threshold": 0.02, "across_machines": False,
                     "machines": {"a": c.machines_a, "b": c.machines_b}, "comparable": True,
                     "reason": None, "pairs": pairs, "only_in_a": c.only_a,
-                    "only_in_b": c.only_b, "notes": []}  # fmt: skip
+                    "only_in_b": c.only_b, "notes": [], "references_left_out": 0}  # fmt: skip
     (row,) = data["pairs"]
     assert row["a"] == 100 and row["b"] == 90 and row["change"] == pytest.approx(-0.10)
     assert row["p"] == pytest.approx(2 / 3432) and row["verdict"] == "regression"
@@ -144,7 +144,7 @@ def test_compare_json_is_every_row_field_and_the_notes(tmp_path: Path) -> None:
         "pytorch-bert-train-fp32-cpu-1x1-b8",
         "pytorch-lstm-train-fp32-cpu-1x1-b8",
     ]
-    assert "**regression**" in out.stderr
+    assert "regression (p 0.00058)" in out.stderr
 
 
 def test_compare_with_three_repeats_falls_back_to_confidence_intervals(tmp_path: Path) -> None:

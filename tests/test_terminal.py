@@ -1,6 +1,7 @@
 """The terminal at 80 columns (and 120): paths and ids printed whole, warnings said once per
-kind, `history` one line per point, full names in the listings, help placeholders as words and
-one-line command summaries; `dlperf --help` and `dlperf list` import no numeric library."""
+kind, `history` one line per point, `compare` as tables in a real pseudo-terminal, full names in
+the listings, help placeholders as words and one-line command summaries; `dlperf --help` and
+`dlperf list` import no numeric library."""
 
 from __future__ import annotations
 
@@ -26,6 +27,34 @@ def dlperf(*args: str, cwd: Path, columns: int = 80, **env: str) -> subprocess.C
         [sys.executable, "-m", "dlperf", *args], cwd=cwd, capture_output=True, text=True,
         env={**os.environ, "COLUMNS": str(columns), **env},
     )  # fmt: skip
+
+
+def in_terminal(*args: str, cwd: Path, columns: int = 80) -> tuple[int, str]:
+    """A real `dlperf` whose stdout and stderr are a pseudo-terminal `columns` wide (its window
+    size, no $COLUMNS): (exit code, what it showed, colours and carriage returns taken out)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-m", "dlperf", *args], cwd=cwd, stdin=child,
+                            stdout=child, stderr=child, env={**env, "TERM": "xterm"})  # fmt: skip
+    os.close(child)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", shown.decode())
+    return proc.wait(), text.replace("\r\n", "\n")
 
 
 def fits(text: str, columns: int, *whole: str) -> None:
@@ -123,6 +152,56 @@ def test_history_is_one_line_per_point(tmp_path: Path, columns: int) -> None:
         out.stdout.split()
     )
     fits(out.stdout, columns)
+
+
+# ------------------------------------------------------------------------------- compare
+
+
+@pytest.mark.multiprocess
+def test_compare_is_tables_that_fit_a_terminal(tmp_path: Path) -> None:
+    from test_compare import compare_folders
+
+    a, b, c = compare_folders(tmp_path)
+    code, shown = in_terminal("compare", str(a), str(b), cwd=tmp_path)
+    assert code == 2, shown  # the quiet ablation regressed: exit codes as before
+    fits(shown, 80)
+    assert "\\" not in shown and "|" not in shown and "**" not in shown  # no Markdown
+    lines = shown.splitlines()
+    assert lines[0] == "Machine: AMD EPYC 7B13, 2 CPUs."  # one machine, named in full
+    words = " ".join(shown.split())  # a word broken across lines would read as two here
+    # Each pair a row: its settings, both medians and the change whole on one line.
+    assert re.search(r"^  channels_last=0, fused_optimizer=1 +100 +80 +-20\.0% +regression "
+                     r"\(p 0\.00058\) *$", shown, re.M), shown  # fmt: skip
+    assert re.search(r"^  channels_last=1, fused_optimizer=1 +7 +3\.5 +-50\.0% +within noise *$",
+                     shown, re.M), shown  # fmt: skip
+    # Why within noise, and what would show a change: the repeats a side, or that none can.
+    assert ("why within noise: 3 vs 3 repeats at CV 112% and 117%: the 95% CI overlap test "
+            "cannot reach significance at n=3/3 at all; a 5% change needs more than 100 "
+            "repeats a side") in words  # fmt: skip
+    # Imported MLPerf references stay out unless asked.
+    assert "mlperf" not in shown.lower().replace("imported mlperf results", "")
+    assert "2 published reference(s) (imported MLPerf results) left out" in words
+    code, shown = in_terminal("compare", str(a), str(b), "--include-references", cwd=tmp_path)
+    assert code == 2 and "suite=mlperf-training" in " ".join(shown.split()), shown
+    fits(shown, 80)
+    # Across machines: the machines first, each row naming CPU model and count, GPUs, threads.
+    code, shown = in_terminal("compare", str(a), str(c), "--across-machines", cwd=tmp_path)
+    assert code == 0, shown
+    fits(shown, 80)
+    lines, words = shown.splitlines(), " ".join(shown.split())
+    assert lines[:3] == [
+        "Across machines (asked for with --across-machines):",
+        "  A ran on AMD EPYC 7B13, 2 CPUs",
+        "  B ran on 8 x NVIDIA H200 140 GiB, Intel Xeon Platinum 8480+, 224 CPUs",
+    ]
+    assert re.search(r"^  channels_last=0, fused_optimizer=1 +100 +300 +\+200\.0% +improvement",
+                     shown, re.M), shown  # fmt: skip
+    assert ("differs: CPU AMD EPYC 7B13 -> Intel Xeon Platinum 8480+; CPUs 2 -> 224; GPUs – -> "
+            "8 x NVIDIA H200 140 GiB; threads 2 -> 112; host h -> node2") in words  # fmt: skip
+    # Not asked: two machines, named as such, and nothing compared (exit 3).
+    code, shown = in_terminal("compare", str(a), str(c), cwd=tmp_path)
+    assert code == 3 and shown.startswith("Machines:\n  8 x NVIDIA H200"), shown
+    fits(shown, 80)
 
 
 # ----------------------------------------------------------------------- full names listed

@@ -147,7 +147,7 @@ def compare_output(c) -> list[RenderableType]:
     left_out = references_line(c)
     shown += [Text(left_out)] if left_out else []
     for (benchmark, machine, machine_b), group in groupby(
-        c.rows, key=lambda r: (r.benchmark, r.machine, r.machine_b)
+        c.rows, key=lambda r: (r.name, r.machine, r.machine_b)
     ):
         group = list(group)
         where = esc(machine) + (f" -> {esc(machine_b)}" if machine_b else "")
