@@ -378,9 +378,9 @@ def machines_line(c: Comparison) -> str:
 
 def test_line(c: Comparison) -> str:
     """What makes a change count."""
-    return (f"A change counts when it is beyond {c.threshold:.0%} and significant: exact "
-            f"Mann-Whitney U test at alpha {ALPHA}, or, with too few repeats for it, 95% "
-            "Student t intervals of the means that do not overlap.")  # fmt: skip
+    return (f"A change counts beyond {c.threshold:.0%} when significant: exact Mann-Whitney U "
+            f"test at alpha {ALPHA}; with too few repeats for it, 95% Student t intervals of "
+            "the means apart.")  # fmt: skip
 
 
 def references_line(c: Comparison) -> str | None:

@@ -86,7 +86,7 @@ def compare(
     a: co.Baseline,
     b: co.Candidate,
     threshold: co.Threshold = 0.05,
-    across_machines: co.AcrossMachines = False,
+    across_machines: co.CompareAcrossMachines = False,
     include_references: co.IncludeReferences = False,
     output_format: co.CompareFormat = "table",
     out: co.MarkdownOut = None,

@@ -54,6 +54,16 @@ AcrossMachines = Annotated[
     ),
 ]
 
+CompareAcrossMachines = Annotated[
+    bool,
+    typer.Option(
+        "--across-machines",
+        help="Compare results of different machines, or of machines whose hardware was not "
+        "recorded (they are never compared otherwise); the machines are printed first, and "
+        "each pair names what differs: CPU model and count, GPUs, the workload's threads.",
+    ),
+]
+
 HistoryAcrossMachines = Annotated[
     bool,
     typer.Option(

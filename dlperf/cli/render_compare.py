@@ -146,8 +146,9 @@ def compare_output(c) -> list[RenderableType]:
     shown.append(Text(test_line(c)))
     left_out = references_line(c)
     shown += [Text(left_out)] if left_out else []
+    rows = sorted(c.rows, key=lambda r: (r.name, r.machine, r.machine_b or "", r.settings_a))
     for (benchmark, machine, machine_b), group in groupby(
-        c.rows, key=lambda r: (r.name, r.machine, r.machine_b)
+        rows, key=lambda r: (r.name, r.machine, r.machine_b)
     ):
         group = list(group)
         where = esc(machine) + (f" -> {esc(machine_b)}" if machine_b else "")
@@ -156,7 +157,7 @@ def compare_output(c) -> list[RenderableType]:
         heading += f" (medians in {esc(units.pop())})" if len(units) == 1 else ""
         shown += [Text(""), Text.from_markup(heading)]
         table = Table(box=None, padding=(0, 1), pad_edge=False)
-        table.add_column("settings (A)", ratio=1)
+        table.add_column("settings (A)")
         for header in ("A", "B", "change"):
             table.add_column(header, justify="right", no_wrap=True)
         table.add_column("verdict")
