@@ -8,7 +8,7 @@ if [[ ! -x .venv/bin/python ]] || ! .venv/bin/python -c "import dlperf" 2>/dev/n
     || [[ pyproject.toml -nt .venv/.installed ]]; then
   echo "== setting up .venv (dlperf and its host dependencies) =="
   "$PY" -m venv .venv
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,docs]"
   touch .venv/.installed
 fi
 export PATH="$PWD/.venv/bin:$PATH"
