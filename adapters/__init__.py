@@ -11,6 +11,7 @@ import importlib
 
 from dlperf import DlperfError
 from dlperf.adapter import Adapter
+from dlperf.wording import did_you_mean
 
 ADAPTER_MODULES: dict[str, str] = {
     "calibration": "dlperf.adapters.calibration",
@@ -30,6 +31,7 @@ def adapter_names() -> list[str]:
 def get_adapter(name: str) -> Adapter:
     if name not in ADAPTER_MODULES:
         raise DlperfError(
-            f"unknown framework {name!r}; known frameworks: {', '.join(adapter_names())}"
+            f"unknown framework {name!r}{did_you_mean(name, ADAPTER_MODULES)}; known "
+            f"frameworks: {', '.join(adapter_names())}"
         )
     return importlib.import_module(ADAPTER_MODULES[name]).ADAPTER

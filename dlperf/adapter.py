@@ -15,6 +15,7 @@ from dlperf.events import ParsedRun, parse_events_file
 from dlperf.launch import FrameworkLaunch, NodeCommand
 from dlperf.schema import BenchmarkSpec, SourceInfo
 from dlperf.system import cpu_budget
+from dlperf.wording import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,8 @@ def check_options(
     unknown = sorted(set(given) - set(declared))
     if unknown:
         valid = ", ".join(sorted(declared)) or "(none)"
-        raise DlperfError(
-            f"unknown --set key(s) for {what}: {', '.join(unknown)}; valid keys: {valid}"
-        )
+        named = ", ".join(k + did_you_mean(k, declared) for k in unknown)
+        raise DlperfError(f"unknown --set key(s) for {what}: {named}; valid keys: {valid}")
     for key, value in sorted(given.items()):
         option = declared[key]
         if isinstance(option, str):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dlperf import DlperfError
+from dlperf.wording import did_you_mean
 
 PRESETS = ("dlperf", "smoke")
 CV, NLP = "computer vision", "natural language processing"
@@ -233,7 +234,8 @@ def get_model(name: str) -> ModelDef:
         return MODELS[name]
     except KeyError:
         raise DlperfError(
-            f"unknown model {name!r}; known models: {', '.join(sorted(MODELS))}"
+            f"unknown model {name!r}{did_you_mean(name, MODELS)}; known models: "
+            f"{', '.join(sorted(MODELS))}"
         ) from None
 
 
@@ -251,5 +253,8 @@ def preset_loadgen(preset: str, scenario: str | None, given: dict[str, float]) -
 
 def preset_values(model: str, preset: str) -> PresetValues:
     if preset not in PRESETS:
-        raise DlperfError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
+        raise DlperfError(
+            f"unknown preset {preset!r}{did_you_mean(preset, PRESETS)}; choose one of: "
+            f"{', '.join(PRESETS)}"
+        )
     return get_model(model).presets[preset]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
@@ -18,6 +19,7 @@ from pydantic import (
 )
 
 from dlperf import DlperfError
+from dlperf.wording import settings_problems
 
 # 2: spec.source, result.source and result.origin (official implementations)
 # 3: spec.practice, the environment's kind / interpreter / distributions digest, each repeat's
@@ -187,18 +189,14 @@ class BenchmarkSpec(_Frozen):
         return self
 
     @classmethod
-    def checked(cls, **fields: Any) -> BenchmarkSpec:
-        """A spec from user input, or a DlperfError naming every setting that is wrong."""
+    def checked(cls, names: Mapping[str, str] | None = None, **fields: Any) -> BenchmarkSpec:
+        """A spec from user input, or a DlperfError naming every setting that is wrong, each
+        by the name the user gave it (`names`: field -> option or key; default: the option
+        named after the field, --batch-size for batch_size)."""
         try:
             return cls(**fields)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(x) for x in e['loc']) or 'spec'}: {e['msg']}".replace(
-                    "Value error, ", ""
-                )
-                for e in exc.errors()
-            )
-            raise DlperfError(f"invalid benchmark settings: {problems}") from None
+            raise DlperfError(settings_problems(exc.errors(), names)) from None
 
     @property
     def world_size(self) -> int:

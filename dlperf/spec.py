@@ -24,6 +24,7 @@ from dlperf.official.checkout import checkout_dir
 from dlperf.official.manifest import MeasureWindow, find_manifest
 from dlperf.schema import BenchmarkSpec
 from dlperf.system import nvidia_gpu_found
+from dlperf.wording import did_you_mean
 
 
 def resolve_spec(
@@ -32,15 +33,24 @@ def resolve_spec(
     *,
     preset: str = "dlperf",
     overrides: Mapping[str, object] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> BenchmarkSpec:
-    """Preset values for (model, precision), then explicit flags; validated before anything runs."""
+    """Preset values for (model, precision), then explicit flags; validated before anything runs.
+    `names`: how the user named each setting, for a refusal (default: the option named after
+    each field, --batch-size for batch_size)."""
     adapter = get_adapter(framework)
     if not adapter.runs(model):
-        known = ", ".join([*adapter.models, *adapter.micro_models])
-        raise DlperfError(f"{framework} has no model {model!r}; its models: {known}")
+        known = [*adapter.models, *adapter.micro_models]
+        raise DlperfError(
+            f"{framework} has no model {model!r}{did_you_mean(model, known)}; its models: "
+            f"{', '.join(known)}"
+        )
     kind = get_model(model).kind
     if preset not in PRESETS:
-        raise DlperfError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
+        raise DlperfError(
+            f"unknown preset {preset!r}{did_you_mean(preset, PRESETS)}; choose one of: "
+            f"{', '.join(PRESETS)}"
+        )
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     if kind == "micro":  # a microbenchmark is its own implementation kind
         if given.setdefault("impl", "micro") != "micro":
@@ -83,7 +93,7 @@ def resolve_spec(
         fields["loadgen"] = preset_loadgen(preset, fields["scenario"], fields.get("loadgen") or {})
     if "batch_size" not in given:
         fields["batch_size"] = p.batch_amp if fields.get("precision") == "amp" else p.batch_fp32
-    spec = BenchmarkSpec.checked(**fields)
+    spec = BenchmarkSpec.checked(names, **fields)
     spec = with_practice(adapter, spec)
     check_spec(adapter, spec)
     return spec

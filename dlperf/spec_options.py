@@ -327,6 +327,14 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
 )  # fmt: skip
 
 OPTIONS = {option.name: option for option in SPEC_OPTIONS}
+# How a user names each spec field: on `dlperf run` (its flag) and in a sweep's [sweep] table
+# (its key); refusals of a value say it so (`dlperf.wording.settings_problems`).
+SPEC_FLAGS = {o.field: o.flag for o in SPEC_OPTIONS if o.flag}
+SWEEP_NAMES = {
+    **{o.field: o.sweep.name for o in SPEC_OPTIONS if o.sweep is not None},
+    "nodes": "node_shapes' nodes",  # one key, "2x8", gives both
+    "devices_per_node": "node_shapes' devices per node",
+}
 # The [sweep] table's keys from the table, in its order: name -> the key and its (first) option.
 SWEEP_KEYS = {
     key.name: (key, next(o for o in SPEC_OPTIONS if o.sweep is key))
@@ -354,15 +362,24 @@ def option_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
     return overrides
 
 
-def resolve_overrides(overrides: Mapping[str, Any]) -> BenchmarkSpec:
+def resolve_overrides(
+    overrides: Mapping[str, Any], names: Mapping[str, str] | None = None
+) -> BenchmarkSpec:
     """The spec of overrides that name the framework, the model and (default dlperf) the
-    preset: `resolve_spec`'s preset values, flags, best practice and checks."""
+    preset: `resolve_spec`'s preset values, flags, best practice and checks. `names`: how
+    the user named each setting, for a refusal (default: `dlperf run`'s flags)."""
     from dlperf.spec import resolve_spec
 
     given = dict(overrides)
     framework, model = given.pop("framework"), given.pop("model")
     preset = given.pop("preset", None) or "dlperf"
-    return resolve_spec(framework, model, preset=preset, overrides=given)
+    return resolve_spec(
+        framework,
+        model,
+        preset=preset,
+        overrides=given,
+        names=SPEC_FLAGS if names is None else names,
+    )
 
 
 def _text(value: Any) -> str:

@@ -73,7 +73,13 @@ from dlperf.resultio import check_readable
 from dlperf.runner import PreparedRun, prepare_run
 from dlperf.schema import BenchmarkSpec, Repeat, Result
 from dlperf.spec import check_run
-from dlperf.spec_options import SWEEP_KEYS, SweepCell, option_overrides, resolve_overrides
+from dlperf.spec_options import (
+    SWEEP_KEYS,
+    SWEEP_NAMES,
+    SweepCell,
+    option_overrides,
+    resolve_overrides,
+)
 from dlperf.store import ResultStore
 
 if sys.version_info >= (3, 11):
@@ -315,9 +321,9 @@ def _cell_spec(
     given = {**given, "set": {k: v for k, v in given["set"].items() if k in declared[fw, model]}}
     overrides = _overrides(given, preset_values(model, preset))
     if impl != "official":
-        return resolve_overrides(overrides)
+        return resolve_overrides(overrides, SWEEP_NAMES)
     try:
-        return resolve_overrides(overrides)
+        return resolve_overrides(overrides, SWEEP_NAMES)
     except DlperfError as exc:  # no official implementation of this pair
         skipped.append(f"{fw} {model} official: {exc}")
         return None

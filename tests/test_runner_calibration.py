@@ -176,9 +176,9 @@ def test_bad_input_is_refused_before_anything_runs():
         resolve_spec("caffe", "pace")
     with pytest.raises(DlperfError, match="its models: pace"):
         resolve_spec("calibration", "resnet50")
-    with pytest.raises(DlperfError, match="batch_size"):
+    with pytest.raises(DlperfError, match="--batch-size 0 is below 1"):
         resolve_spec("calibration", "pace", overrides={"batch_size": 0})
-    with pytest.raises(DlperfError, match="measure"):
+    with pytest.raises(DlperfError, match="--measure 0 is below 1"):
         resolve_spec("calibration", "pace", overrides={"measure": 0})
     with pytest.raises(DlperfError, match="valid keys: clock_scale, crash_at_step"):
         resolve_spec("calibration", "pace", overrides={"options": {"nope": "1"}})

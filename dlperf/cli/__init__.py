@@ -131,10 +131,37 @@ def _dispatch() -> int:
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         return 130
+    except typer.BadParameter as exc:
+        said = bad_value(exc)
+        if said is None:
+            exc.show()
+        else:
+            err.print(f"[red]error:[/] {esc(said)}", highlight=False, soft_wrap=True)
+        return 1
     except TyperException as exc:  # bad usage is a user error: exit 1, not click's 2
         exc.show()
         return 1
     return code if isinstance(code, int) else 0
+
+
+def bad_value(exc: typer.BadParameter) -> str | None:
+    """A value Typer refused through pydantic (a choice, a number, a path) in dlperf's words:
+    the option, the value, what it takes and the fix (`dlperf.wording`), instead of pydantic's
+    "Value error, ..." under click's usage lines; None for any other refusal."""
+    from pydantic import ValidationError
+
+    from dlperf.wording import value_problem
+
+    cause, param = exc.__cause__, exc.param
+    if not isinstance(cause, ValidationError) or param is None or not cause.errors():
+        return None
+    error = cause.errors()[0]
+    name = max(param.opts, key=len) if param.opts else (param.name or "").upper()
+    descriptor = getattr(param, "type_descriptor", None)
+    choices = (descriptor.choices or ()) if descriptor is not None else ()
+    if error.get("type") == "path":  # the path parsers' own sentence (`options.path_parser`)
+        return f"{name}: {error['msg']}"
+    return value_problem(name, error, [str(c) for c in choices])
 
 
 def main() -> None:

@@ -179,8 +179,11 @@ def _importer_of(source: str) -> tuple[tuple[str, ...], Importer]:
         return SUITES[source]
     if source in adapter_names():
         return FRAMEWORK_LOGS
+    from dlperf.wording import did_you_mean
+
+    near = did_you_mean(source, [*adapter_names(), *SUITES])
     raise DlperfError(
-        f"unknown log source {source!r}: give a framework ({', '.join(adapter_names())}) "
+        f"unknown log source {source!r}{near}: give a framework ({', '.join(adapter_names())}) "
         f"then MODEL PATH..., or {' / '.join(SUITES)} then PATH..."
     )
 

@@ -27,10 +27,14 @@ if TYPE_CHECKING:  # the CLI imports the core when a command runs
     from dlperf.schema import Result
 
 
+DEFAULT_REPORTS_DIR = Path("reports")
+
+
 def report(
     results_dir: o.ResultsDir = DEFAULT_RESULTS_DIR,
-    reports_dir: rpo.ReportsDir = Path("reports"),
+    out: rpo.ReportsOut = None,
     style: rpo.ReportStyle = "dlperf",
+    reports_dir: rpo.ReportsDirAlias = None,
 ) -> None:
     """Write the Markdown reports and their charts.
 
@@ -38,6 +42,8 @@ def report(
     from dlperf.report import write_fambench_report, write_reports
     from dlperf.store import ResultStore
 
+    reports_dir = one_spelling(out, reports_dir, "--out", "--reports-dir") or DEFAULT_REPORTS_DIR
+    check_results_folder(results_dir)
     store = ResultStore(results_dir)
     if not store.paths():
         raise DlperfError(f"no results in {results_dir}; run `dlperf run ...` first")
@@ -51,6 +57,24 @@ def report(
     for p in write_reports(results_dir, reports_dir, results):
         print_whole(console, "wrote", p)
     _print_suspect_scaling(results)
+
+
+def one_spelling(value: Path | None, alias: Path | None, name: str, old: str) -> Path | None:
+    """An option given by its name or by its older spelling (kept working, hidden from the
+    help); both at once only when they agree."""
+    if value is not None and alias is not None and value != alias:
+        raise DlperfError(f"{old} is the older spelling of {name}: give {name} once")
+    return value if value is not None else alias
+
+
+def check_results_folder(results_dir: Path) -> None:
+    """Refuse a results folder that is not there, saying so (an empty one is `no results`)."""
+    if not results_dir.exists():
+        raise DlperfError(
+            f"no such folder: {results_dir}; give the folder your results are in with "
+            f"--results-dir (`dlperf run` stores them in {DEFAULT_RESULTS_DIR}/ of the folder "
+            "it runs in)"
+        )
 
 
 def _print_suspect_scaling(results: list[Result]) -> None:
@@ -77,6 +101,7 @@ def publish(
     tables and every raw result; it opens from disk."""
     from dlperf.report.site import describe_site, write_site
 
+    check_results_folder(results_dir)
     site = write_site(results_dir, out)
     print_plain(console, f"wrote {describe_site(site)}")
 
@@ -94,6 +119,7 @@ def export(
 
     if format_ == "parquet" and out is None:
         raise DlperfError("--format parquet is binary: give --out FILE")
+    check_results_folder(results_dir)
     stored = ResultStore(results_dir).results()
     results = newest(stored)
     if format_ == "json":

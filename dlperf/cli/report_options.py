@@ -10,9 +10,21 @@ import typer
 
 from dlperf.cli.options import file_option, path_parser
 
-ReportsDir = Annotated[
-    Path,
-    typer.Option(parser=path_parser("folder"), metavar="FOLDER", help="Where Markdown + PNG go."),
+# Where a command writes is its --out (report, publish, export, compare); report's older
+# spelling --reports-dir still works, hidden from the help.
+ReportsOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        parser=path_parser("folder"),
+        metavar="FOLDER",
+        help="Where the Markdown reports and their PNG charts go (default: reports/).",
+    ),
+]
+
+ReportsDirAlias = Annotated[
+    Path | None,
+    typer.Option("--reports-dir", parser=path_parser("folder"), metavar="FOLDER", hidden=True),
 ]
 
 SiteDir = Annotated[

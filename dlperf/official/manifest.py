@@ -30,6 +30,7 @@ from pydantic import (
 from dlperf import DlperfError
 from dlperf.logformats import FORMATS
 from dlperf.schema import short_revision
+from dlperf.wording import did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -346,9 +347,8 @@ def select_manifests(names: list[str] | None, profile: str | None = None) -> lis
         if name in absences:
             raise DlperfError(f"{name} is no manifest: {absences[name].message}")
     if unknown:
-        raise DlperfError(
-            f"unknown manifest(s) {', '.join(unknown)}; known: {', '.join(manifests)}"
-        )
+        named = ", ".join(n + did_you_mean(n, manifests) for n in unknown)
+        raise DlperfError(f"unknown manifest(s) {named}; known: {', '.join(manifests)}")
     return [manifests[n] for n in names]
 
 
@@ -365,7 +365,8 @@ def find_manifest(
             raise DlperfError(absences[name].message)
         if name not in manifests:
             raise DlperfError(
-                f"no manifest named {name!r} in {manifests_dir()}; known: "
+                f"no manifest named {name!r}{did_you_mean(name, manifests)} in "
+                f"{manifests_dir()}; known: "
                 f"{', '.join(manifests) or 'none'} (see `dlperf sources list`)"
             )
         m = manifests[name]
