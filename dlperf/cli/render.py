@@ -4,7 +4,7 @@ the 1x1 run, a dry run's node command lines and a sweep's closing table."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from rich.console import Console
@@ -58,6 +58,29 @@ def headline(result) -> str:
         t = m.throughput
         return f"{name} {s.precision}: median {t.median:.2f} samples/s over {t.n}"
     return f"{name}: no usable repeat"
+
+
+def settings_line(
+    practice: Mapping[str, str],
+    defaults: Mapping[str, str],
+    options: Mapping[str, str],
+    given: Collection[str],
+) -> str:
+    """A run's settings, each said as whose it is: the user's (`given`: the keys of their
+    `--set` items), beside the framework's default where it has one, or the framework's best
+    practice. `practice`: the spec's best practice as run (the user's ablations in it),
+    `defaults` the framework's own, `options` the spec's other `--set` keys."""
+    said = []
+    for key, value in sorted({**options, **practice}.items()):
+        if key not in given:
+            said.append(f"{key}={value} (best practice)")
+        elif key not in defaults:
+            said.append(f"{key}={value} (yours)")
+        elif defaults[key] == value:
+            said.append(f"{key}={value} (yours; also the default)")
+        else:
+            said.append(f"{key}={value} (yours; default {defaults[key]})")
+    return "settings: " + ", ".join(said)
 
 
 def print_summary(out: Console, result, path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from dlperf.cli.render import (
     repeat_progress,
     repeat_value,
     results_table,
+    settings_line,
 )
 from dlperf.files import atomic_write
 from dlperf.store import DEFAULT_RESULTS_DIR
@@ -49,7 +51,7 @@ def run(
     Every repeat runs in its own process; the result is the median of the repeats."""
     from dlperf.launch import JobLaunch
     from dlperf.spec import OfficialOptions, check_run
-    from dlperf.spec_options import option_overrides, resolve_overrides
+    from dlperf.spec_options import option_overrides, parse_sets, resolve_overrides
 
     spec = resolve_overrides(option_overrides(spec_options))
     official = OfficialOptions(sources_dir=sources_dir, data_dir=data_dir)
@@ -68,7 +70,8 @@ def run(
         return
     plan = check_run(spec, official, launch, python)
     out = err if json_out else console
-    result, path = run_with_progress(out, plan, results_dir, rebuild_env)
+    given = parse_sets(spec_options.get("set_") or ())
+    result, path = run_with_progress(out, plan, results_dir, rebuild_env, given)
     print_summary(out, result, path)
     from dlperf.analysis import SUSPECT_EFFICIENCY, scaling_efficiency
     from dlperf.store import ResultStore
@@ -84,10 +87,11 @@ def run(
 
 
 def run_with_progress(
-    out, plan: RunPlan, results_dir: Path, rebuild_env: bool
+    out, plan: RunPlan, results_dir: Path, rebuild_env: bool, given: Collection[str] = ()
 ) -> tuple[Result, Path]:
-    """`run_benchmark` with what it is doing on `out`: the benchmark and its window, the best
-    practice, a progress bar, each repeat's outcome."""
+    """`run_benchmark` with what it is doing on `out`: the benchmark and its window, its
+    settings (the user's, `given` by --set, told from the framework's best practice), a
+    progress bar, each repeat's outcome."""
     from dlperf.identity import benchmark_id, this_machine
     from dlperf.runner import RunCallbacks, run_benchmark
 
@@ -97,9 +101,10 @@ def run_with_progress(
         f"{spec.skip}, measure {spec.measure}, {spec.repeats} repeats",
         highlight=False,
     )
-    if spec.practice:
-        settings = ", ".join(f"{k}={v}" for k, v in sorted(spec.practice.items()))
-        out.print(f"best practice: {settings} (ablate one with --set KEY=VALUE)", highlight=False)
+    if spec.practice or spec.options:
+        defaults = plan.adapter.practice(spec) if spec.practice else {}
+        line = settings_line(spec.practice, defaults, spec.options, given)
+        out.print(esc(line), highlight=False)
     with repeat_progress(out, transient=True) as progress:
         task = progress.add_task("running", total=spec.repeats)
 
