@@ -9,8 +9,13 @@ import typer
 from rich.markup import escape as esc
 
 import dlperf.cli.options as o
-from dlperf.cli.output import console, err, write_json
-from dlperf.cli.render_setup import doctor_checks_table, model_checks_table, print_peak
+from dlperf.cli.output import console, err, print_table, write_json
+from dlperf.cli.render_setup import (
+    doctor_checks_table,
+    model_check_problems,
+    model_checks_table,
+    print_peak,
+)
 
 
 def check_models_cmd(framework: o.OnlyFrameworks = None, model: o.OnlyModels = None) -> None:
@@ -20,7 +25,9 @@ def check_models_cmd(framework: o.OnlyFrameworks = None, model: o.OnlyModels = N
     from dlperf.checks import check_models
 
     checks = check_models(framework, model, log=lambda m: err.print(f"  {esc(m)}"))
-    console.print(model_checks_table(checks))
+    print_table(console, model_checks_table(checks))
+    for line in model_check_problems(checks):
+        console.print(line, highlight=False)
     if not all(c.ok for c in checks):
         raise typer.Exit(2)
 

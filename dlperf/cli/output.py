@@ -12,6 +12,7 @@ from typing import TextIO
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape as esc
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.segment import Segment
 from rich.table import Table
@@ -99,6 +100,23 @@ def whole_column(table: Table, header: str, names: Iterable[str], **kwargs) -> N
     # A fixed width: rich narrows the other columns to fit, never this one.
     width = max(map(cell_len, [*words, header]), default=0)
     table.add_column(header, width=width, **kwargs)
+
+
+def print_table(out: Console, table: Table) -> None:
+    """A table whose columns of numbers (no_wrap, min_width) must stay whole: at the console's
+    width, or wider where even its narrowest layout is wider (a narrow window then wraps the
+    lines on screen, a copy gives them whole), never with a number cut by "…"."""
+    # Measured unbounded: rich clamps a measurement to the width it is given.
+    needed = Measurement.get(out, out.options.update_width(2**16), table).minimum
+    if needed <= out.width:
+        out.print(table)
+        return
+    width = out.width  # print(width=) only narrows: the console itself is widened, for this
+    out.width = needed
+    try:
+        out.print(table)
+    finally:
+        out.width = width
 
 
 def write_text(text: str, stream: TextIO | None = None) -> None:

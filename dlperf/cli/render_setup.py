@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape as esc
@@ -66,15 +67,47 @@ def print_sources(out: Console, states) -> None:
 
 
 def model_checks_table(checks) -> Table:
-    table = Table("framework", "model", "shape", "params", "expected", "GFLOPs/sample", "check")
+    """The model checks, a row per (framework, model) with its shape below the model: the
+    numbers the command exists to check (parameter counts, the catalog's, FLOPs per sample)
+    always whole, in columns as wide as their widest number, never wrapped; the names give way
+    instead. Why a row failed is said below the table (`model_check_problems`), not in it."""
+    rows = []
     for c in checks:
         flops = f"{c.flops_per_sample / 1e9:.3f}" if c.flops_per_sample else "—"
-        verdict = "[green]ok[/]" if c.ok else f"[red]MISMATCH[/] {esc(c.error or '')}"
         params = f"{c.params:,}" if c.params is not None else "—"
-        table.add_row(
-            c.framework, c.model, c.shape, params, f"{c.expected_params:,}", flops, verdict
-        )
+        verdict = "[green]ok[/]" if c.ok else "[red]MISMATCH[/]"
+        rows.append((esc(c.framework), f"{esc(c.model)}\n[dim]{esc(c.shape)}[/]", params,
+                     f"{c.expected_params:,}", flops, verdict))  # fmt: skip
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("framework", overflow="fold")
+    table.add_column("model", overflow="fold")
+    for i, header in enumerate(("params", "expected", "GFLOPs\nper sample"), start=2):
+        width = max(cell_len(line) for line in [*(r[i] for r in rows), *header.split("\n")])
+        table.add_column(header, justify="right", no_wrap=True, min_width=width)
+    table.add_column("check", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def model_check_problems(checks) -> list[str]:
+    """Each failed check's reason, one line each (rich markup), for below the table."""
+    said = []
+    for c in checks:
+        if c.ok:
+            continue
+        if c.error:
+            why = esc(c.error)
+        elif c.params != c.expected_params:
+            got = "none" if c.params is None else f"{c.params:,}"
+            why = f"{got} parameters; the catalog's model has {c.expected_params:,}"
+        elif c.flops_per_sample and c.reference_flops:
+            why = (f"{c.flops_per_sample / 1e9:.3f} GFLOPs per sample; the frameworks' median "
+                   f"is {c.reference_flops / 1e9:.3f}")  # fmt: skip
+        else:
+            why = "the workload reported no FLOPs per sample"
+        said.append(f"[red]MISMATCH[/] {esc(c.framework)} {esc(c.model)}: {why}")
+    return said
 
 
 def doctor_checks_table(checks) -> Table:
