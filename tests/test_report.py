@@ -627,3 +627,77 @@ def test_the_telemetry_table_and_samples_per_joule() -> None:
     assert f"| 1 | 1 | 128 | {cpu} | 31.20 | 1.00 |" in text  # no energy there: no column
     # results without telemetry (older files) give the report it had before
     assert render_model_report(sample_results(), "resnet50") == EXPECTED
+
+
+# ---------------------------------------------------------------- issue 32, points 12 and 13
+
+
+def published_reference() -> Result:
+    """A published MLPerf Training result as `dlperf parse mlperf-training` imports it: another
+    system's, scored in minutes by MLPerf's rules."""
+    from dlperf.published import SUITE
+
+    run = make_result("pytorch", [1000.0, 1001.0, 999.0])
+    options = {"suite": SUITE, "submitter": "NVIDIA", "round": "v4.0"}
+    spec = run.spec.model_copy(update={"options": options, "practice": {}})
+    metrics = run.metrics.model_copy(update={"score": 12.5, "score_unit": "minutes"})
+    return run.model_copy(
+        update={"id": "published-1", "origin": "parse", "spec": spec, "metrics": metrics}
+    )
+
+
+def test_fambench_style_keeps_published_references_out_of_dlperfs_rows(tmp_path: Path) -> None:
+    from dlperf.published import is_published_reference
+    from dlperf.report.writer import FAMBENCH_SUMMARY_FILE, write_fambench_report
+
+    results_dir, reports_dir = tmp_path / "results", tmp_path / "reports"
+    reference = published_reference()
+    assert is_published_reference(reference)
+    ResultStore(results_dir).write(make_result("pytorch", [31.2, 30.9, 31.4], device="cpu"))
+    stored = ResultStore(results_dir).write(reference)
+    (md, summary), table = write_fambench_report(results_dir, reports_dir)
+    rows = [line for line in md.read_text().splitlines() if line.startswith("| resnet50 ")]
+    assert len(rows) == 1 and "ex/s" in rows[0] and "| minutes |" not in table
+    assert "1 published MLPerf Training result(s), imported with `dlperf parse " in table
+    assert "are left out: each is another system's time to train" in md.read_text()
+    assert "minutes" not in summary.read_text() and summary.name == FAMBENCH_SUMMARY_FILE
+    stored.unlink()
+    (md, _), table = write_fambench_report(results_dir, reports_dir)
+    assert "left out" not in table  # nothing to say without one
+
+
+def test_a_warnings_commands_stay_code_spans_and_other_text_stays_text() -> None:
+    result = make_result("pytorch", [31.2, 30.9, 31.4], device="cpu")
+    said = [
+        "MFU may be low; rerun when the machine is idle (`dlperf doctor` shows what runs)",
+        "a lone ` backtick and *stars*",
+        "a span a code span cannot hold: `a\\b`",
+    ]
+    report = render_model_report([result.model_copy(update={"warnings": said})], "resnet50")
+    warnings = report.split("### Warnings\n\n", 1)[1]
+    assert (
+        "rerun when the machine is idle (`dlperf doctor` shows what runs) — `pytorch-" in warnings
+    )
+    assert "\\`dlperf doctor\\`" not in report
+    # An unpaired backtick and emphasis stay text; a span a code span cannot hold is text.
+    assert "- a lone \\` backtick and \\*stars\\* — `pytorch-" in warnings
+    assert "- a span a code span cannot hold: a\\\\b — `pytorch-" in warnings
+
+
+def test_report_writes_to_out_and_keeps_its_older_spelling(cli, tmp_path: Path) -> None:
+    """`--out` names where every command writes (report, publish, export, compare); report's
+    `--reports-dir` still works, hidden from its help."""
+    ResultStore(tmp_path / "results").write(make_result("pytorch", [31.2], device="cpu"))
+    code, text = cli("report", "--out", "new")
+    assert code == 0, text
+    assert (tmp_path / "new" / "resnet50.md").exists()
+    code, text = cli("report", "--reports-dir", "old")
+    assert code == 0, text
+    assert (tmp_path / "old" / "resnet50.md").read_text() == (
+        tmp_path / "new" / "resnet50.md"
+    ).read_text()
+    code, text = cli("report", "--out", "same", "--reports-dir", "same")
+    assert code == 0 and (tmp_path / "same" / "README.md").exists(), text
+    code, text = cli("report", "--help")
+    assert code == 0 and "--out" in text and "--reports-dir" not in text, text
+    assert not (tmp_path / "reports").exists()

@@ -57,6 +57,21 @@ def code(value: object) -> Markdown:
     return Markdown(f"`{flat}`")
 
 
+_CODE_SPAN = re.compile(r"`([^`\r\n]+)`")
+
+
+def prose(value: object) -> Markdown:
+    """Text from a result that names commands in backticks (a warning: "rerun when idle
+    (`dlperf doctor` shows what runs)") as Markdown that shows that text with each balanced
+    `...` as a code span, as the sentence means it; everything else, an unpaired backtick
+    among it, is `text`."""
+    flat, out, at = str(value), [], 0
+    for span in _CODE_SPAN.finditer(flat):
+        out += [text(flat[at : span.start()]), code(span.group(1))]
+        at = span.end()
+    return Markdown("".join([*out, text(flat[at:])]))
+
+
 def md(value: object) -> Markdown:
     """`value` as Markdown: dlperf's own (`Markdown`) as it is, anything else as `text`."""
     return value if isinstance(value, Markdown) else text(value)

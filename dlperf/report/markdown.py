@@ -23,7 +23,7 @@ from dlperf.report._data import (
     scaling_series,
     select,
 )
-from dlperf.report.cells import DASH, Markdown, code, per_joule_text, table, text
+from dlperf.report.cells import DASH, Markdown, code, per_joule_text, prose, table, text
 from dlperf.report.references import references_section
 from dlperf.report.tables import (
     ablation,
@@ -423,7 +423,7 @@ def _all_results(results: Sequence[Result], several: bool) -> list[str]:
         for w in r.warnings
     ]
     grouped = [
-        f"- {text(said)} — {', '.join(configurations)}"
+        f"- {prose(said)} — {', '.join(configurations)}"
         for said, configurations in group_warnings((c, one_line(w, 300)) for c, w in warned)
     ]
     return [*lines, *(grouped or ["None."]), ""]

@@ -11,6 +11,7 @@ from pathlib import Path
 from dlperf.files import atomic_write, check_writable, replaced
 from dlperf.gitinfo import last_commit_touching
 from dlperf.models import MODELS
+from dlperf.published import is_published_reference
 from dlperf.report._data import (
     by_machine,
     chart_file,
@@ -115,13 +116,28 @@ def write_fambench_report(results_dir: Path, reports_dir: Path) -> tuple[list[Pa
     """Write, for the newest result of each configuration, reports/fambench.md (FAMBench's
     README table, a row per configuration) and reports/fambench_summary.txt (its
     result_summarizer's summary.txt, a row per log); returns the written paths and the table."""
-    results = ResultStore(results_dir).newest()
+    stored = ResultStore(results_dir).newest()
     check_writable(reports_dir, "the reports folder")
-    table = fambench_table(results)
+    # FAMBench's table holds runs of this machine and FAMBench's own logs: a published MLPerf
+    # Training result (another system's time to train, in minutes) is no row of it.
+    results = [r for r in stored if not is_published_reference(r)]
+    table = fambench_table(results) + published_left_out(len(stored) - len(results))
     heading = "# Results in FAMBench's format\n\n"
     md = atomic_write(reports_dir / "fambench.md", heading + table)
     summary = atomic_write(reports_dir / FAMBENCH_SUMMARY_FILE, fambench_summary(results))
     return [md, summary], table
+
+
+def published_left_out(count: int) -> str:
+    """The line under FAMBench's table that says which imported results are not in it."""
+    if not count:
+        return ""
+    return (
+        f"\n{count} published MLPerf Training result(s), imported with `dlperf parse "
+        "mlperf-training`, are left out: each is another system's time to train (MLPerf's "
+        "score, in minutes), not a FAMBench score of a run; the model reports (`dlperf report`) "
+        "show them apart, as published references.\n"
+    )
 
 
 def render_index(results: list[Result]) -> str:
