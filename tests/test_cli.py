@@ -1,8 +1,11 @@
 """The command line as a user meets it: real processes, exit codes, stored files."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,12 +56,12 @@ def test_a_failed_benchmark_exits_2_and_is_stored(tmp_path):
     [
         (["run", "caffe", "resnet50"], "known frameworks: calibration, "),
         (["run", "pytorch", "gpt9"], "its models: resnet50, bert"),
-        (["run", "calibration", "pace", "--batch-size", "0"], "batch_size"),
-        (["run", "calibration", "pace", "--measure", "0"], "measure"),
+        (["run", "calibration", "pace", "--batch-size", "0"], "--batch-size 0 is below 1"),
+        (["run", "calibration", "pace", "--measure", "0"], "--measure 0 is below 1"),
         (["run", "calibration", "pace", "--set", "nope=1"], "valid keys"),
         (["run", "calibration", "pace", "--set", "nope"], "KEY=VALUE"),
         (["run", "calibration", "pace", "--no-such-flag"], "No such option"),
-        (["run", "pytorch", "resnet50", "--device", "tpu"], "is not one of 'cpu', 'cuda'"),
+        (["run", "pytorch", "resnet50", "--device", "tpu"], "--device takes cpu or cuda"),
     ],
 )
 def test_bad_input_is_refused_with_exit_1_before_anything_runs(tmp_path, args, message):
@@ -250,8 +253,9 @@ def test_text_from_paths_workloads_and_hosts_is_printed_as_text(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["run", "calibration", "pace", "--timeout", "inf"], "timeout_s"),
-        (["run", "calibration", "pace", "--no-output-timeout", "nan"], "no_output_timeout_s"),
+        (["run", "calibration", "pace", "--timeout", "inf"], "--timeout inf is not a finite"),
+        (["run", "calibration", "pace", "--no-output-timeout", "nan"],
+         "--no-output-timeout nan is not a finite"),
         (["run", "pytorch", "resnet50", "--mode", "infer", "--scenario", "offline",
           "--target-qps", "nan"], "must be finite numbers > 0"),
         (["run", "pytorch", "resnet50", "--mode", "infer", "--scenario", "offline",
@@ -299,3 +303,103 @@ def test_env_remove_asks_first_and_removes_only_with_yes(tmp_path):
     assert out.returncode == 1 and "add --yes" in out.stderr and victim.exists()
     out = remove("--yes")
     assert out.returncode == 0 and not victim.exists()
+
+
+CANNED_CHECKS = """\
+import dlperf.checks as checks
+from dlperf.adapters import adapter_names, get_adapter
+from dlperf.models import MODELS
+
+
+def canned(frameworks=None, models=None, log=None):
+    out = []
+    for name in adapter_names():
+        for model in get_adapter(name).models:
+            params = MODELS[model].params
+            if params:
+                shape = "image 224" if "resnet" in model else "seq 128"
+                flops = 1234.5678e9 if name == "jax" else 12.271e9
+                out.append(checks.ModelCheck(name, model, shape, params, params, flops, 12.271e9))
+    out.append(checks.ModelCheck("tensorflow", "resnet50", "image 224", None, 25557032, None,
+                                 error="--describe failed (timeout, exit -9): " + "x" * 150))
+    return out
+
+
+checks.check_models = canned
+"""
+
+
+def test_check_models_keeps_every_number_whole_at_80_columns(tmp_path, monkeypatch):
+    """`dlperf check-models` in a real 80-column terminal, its checks canned (every framework's
+    catalog models, as the real command lists them; no framework runs): every parameter count
+    whole in the table, nothing cut with "…", each line within 80 columns, a failed check's
+    reason below the table."""
+    from test_terminal import in_terminal
+
+    from dlperf.models import MODELS
+
+    (tmp_path / "sitecustomize.py").write_text(CANNED_CHECKS)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    code, shown = in_terminal("check-models", cwd=tmp_path, columns=80)
+    assert code == 2, shown  # the failed check
+    assert "…" not in shown, shown
+    assert all(len(line.rstrip()) <= 80 for line in shown.splitlines()), shown
+    table = shown.split("MISMATCH tensorflow resnet50:")[0]
+    for model in ("resnet50", "bert", "gpt2-xl", "dlrm"):
+        assert f" {MODELS[model].params:,} " in table, model
+    assert "1234.568" in table  # FLOPs per sample, whole
+    assert "MISMATCH tensorflow resnet50: --describe failed (timeout, exit -9):" in shown
+
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = Path(__file__).parent / "data" / "real_results"
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not run from a git checkout")
+def test_the_first_hour_leaves_a_clone_clean(tmp_path):
+    """Issue 32, point 2: a fresh clone, a calibration run and stored results (no framework
+    runs), then the README's first-hour commands with their default paths: `git status` is
+    clean. What dlperf writes where it runs (results folders, reports/, site/) is the user's,
+    ignored by the clone's .gitignore; the project's sample report, examples/reports/, is
+    untouched."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    shutil.copytree(REAL, clone / "results")
+    shutil.copytree(REAL, clone / "results-b")  # a second folder, for compare
+    env = {**os.environ, "DLPERF_HOME": str(tmp_path / "home")}
+    for args in (
+        ["run", "calibration", "pace", "--preset", "smoke", "--set", "step_ms=1", "--measure",
+         "5", "--repeats", "1"],
+        ["report"],
+        ["report", "--style", "fambench"],
+        ["publish", "--out", "site/"],
+        ["export", "--format", "csv"],
+    ):  # fmt: skip
+        out = subprocess.run([sys.executable, "-m", "dlperf", *args], cwd=clone, env=env,
+                             capture_output=True, text=True)  # fmt: skip
+        assert out.returncode == 0, (args, out.stderr)
+    assert (clone / "reports" / "resnet50.md").exists() and (clone / "site" / "index.html").exists()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=clone, capture_output=True, text=True, check=True)  # fmt: skip
+    assert status.stdout == "", status.stdout
+
+
+def test_run_says_whose_each_setting_is(cli, monkeypatch):
+    """Issue 32, point 8: a --set of a best-practice key is the user's ablation, said beside
+    the framework's default; the settings the user left alone are the best practice."""
+    from dlperf import DlperfError
+
+    def stop(*args, **kwargs):
+        raise DlperfError("stopped before the run (test)")
+
+    monkeypatch.setattr("dlperf.runner.run_benchmark", stop)
+    sets = ["--set", "channels_last=1", "--set", "seed=3", "--set", "fused_optimizer=1"]
+    code, text = cli("run", "pytorch", "resnet50", "--preset", "smoke", *sets)
+    assert code == 1 and "stopped before the run (test)" in text, text
+    assert (
+        "settings: channels_last=1 (yours; default 0), fused_optimizer=1 (yours; also the "
+        "default), seed=3 (yours)" in text
+    ), text
+    code, text = cli("run", "pytorch", "resnet50", "--preset", "smoke")
+    assert "settings: channels_last=0 (best practice), fused_optimizer=1 (best practice)" in text
+    assert "yours" not in text
