@@ -1,12 +1,17 @@
-"""The documentation site's command reference is the CLI's own help: current, and complete.
-
-The strict MkDocs build itself (broken links and anchors fail) runs from `scripts/docs --check`,
-which `scripts/test` calls before pytest."""
+"""The documentation site: its command reference is the CLI's own help, current and complete,
+and the site builds strictly (a broken link, anchor or page fails). `scripts/test` also runs
+`scripts/docs --check` before pytest, so CI says so first."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from dlperf.cli import app
 from dlperf.cli.reference import REFERENCE, command_paths, command_reference, main
@@ -55,3 +60,18 @@ def _sections(text: str) -> list[tuple[str, str]]:
     """(`dlperf env create`, its text) for every heading of a command."""
     parts = re.split(r"^#+ `(dlperf[^`]*)`$", text, flags=re.M)
     return list(zip(parts[1::2], parts[2::2], strict=True))
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("mkdocs") is None,
+    reason="mkdocs is not installed: pip install -e '.[docs]' (scripts/_host_env.sh does)",
+)
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr[-3000:]
+    assert (tmp_path / "reference" / "commands.html").is_file()
+    assert (tmp_path / "getting-started" / "index.html").is_file()
