@@ -8,6 +8,8 @@ runs. `is_published_reference` is the one test every reader uses to tell them ap
 
 from __future__ import annotations
 
+import re
+
 from dlperf.schema import Result
 
 SUITE = "mlperf-training"  # spec.options["suite"] and metrics.peer's key of these results
@@ -28,6 +30,24 @@ NOT_IMPORTED = "not imported: "
 def is_published_reference(result: Result) -> bool:
     """Whether `result` is an imported published result (not one of the user's runs)."""
     return result.origin == "parse" and result.spec.options.get("suite") == SUITE
+
+
+# MLCommons publishes each round's MLPerf Training results in a repository of its own.
+ROUND_RESULTS = "https://github.com/mlcommons/training_results_{round}"
+ROUND = re.compile(r"v\d{1,3}\.\d{1,3}")
+
+
+def round_results_url(result: Result) -> str | None:
+    """The published results of `result`'s round (the round recorded at import, "v4.0");
+    None when no round of MLPerf's form was recorded."""
+    round_ = str(result.spec.options.get("round", ""))
+    return ROUND_RESULTS.format(round=round_) if ROUND.fullmatch(round_) else None
+
+
+def system_name(result: Result) -> str | None:
+    """The submission's system as its submitter named it (`system_name` of its system.json,
+    recorded at import)."""
+    return result.spec.options.get("system") or None
 
 
 def why_missing(result: Result, prefix: str) -> str | None:

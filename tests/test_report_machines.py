@@ -206,8 +206,9 @@ def test_the_site_of_two_machines_keeps_them_apart(
     # history chart (pytorch's series has two points), no latency chart for training runs;
     # each chart's title names its machine
     assert [c.split("-")[1] for c in charts] == ["throughput", "history"] * 2
-    assert page.count("peak GiB used (host RAM, whole machine)") == 2
+    assert page.count("peak GiB used\\u003cbr\\u003e(host RAM, whole machine)") == 2
     titles = [json.loads(f'"{t}"') for t in re.findall(r'"title":\{"text":"([^"]*)"', page)]
+    titles = [re.sub(r"<br><span[^>]*>(.*)</span>$", r" \1", t) for t in titles]  # 2nd line
     charted = [t for t in titles if " on " in t]  # not the axes'
     assert charted == [
         f"{what} on {machine.label} (machine {machine.id})"

@@ -8,6 +8,8 @@ nothing else on the page (tables, charts, counts) holds a published result.
 
 from __future__ import annotations
 
+import html
+import json
 import random
 import re
 from pathlib import Path
@@ -19,10 +21,11 @@ from test_untrusted_text import QUIET_PORT, SHOWN, check_markdown
 from untrusted import CLOSE, OPEN, payload
 
 from dlperf.analysis import per_device
+from dlperf.identity import machine_of
 from dlperf.importers.mlperf_training import import_folders
 from dlperf.published import NO_MFU, is_published_reference
 from dlperf.report import render_model_report
-from dlperf.report._data import by_machine, chart_files, select
+from dlperf.report._data import by_machine, chart_files, machine_heading, select
 from dlperf.report.markdown import NO_OWN_RESULTS
 from dlperf.report.references import TITLE
 from dlperf.report.site import render_index_page, render_model_page
@@ -32,6 +35,7 @@ from dlperf.store import ResultStore
 
 H200 = "NVIDIA H200"  # as nvidia-smi names it; MLPerf's system says NVIDIA H200-SXM5-141GB
 A100 = "NVIDIA A100-SXM4-80GB"
+RESULTS = "https://github.com/mlcommons/training_results_"  # a round's published results
 OWN_H200_THROUGHPUT = 2000.0
 SECTION = re.compile(r"^## Published references \(MLPerf Training\)\n.*?(?=^## |\Z)", re.M | re.S)
 
@@ -93,18 +97,19 @@ def test_the_fixtures_are_published_references(published: list[Result]) -> None:
 def test_the_section_lists_them_the_users_accelerator_first(published: list[Result]) -> None:
     page = render_model_report([*published, own_h200(), own_cpu()], "resnet50")
     rows = table_rows(section(page), "accelerator")
-    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
-        ("NVIDIA H200-SXM5-141GB (as yours)", "mxnet", "NVIDIA", "v4.0 closed"),
-        ("TPU", "jax", "Google", "v1.0 open"),
-    ]
+    assert [tuple(r[:5]) for r in rows] == [
+        ("NVIDIA H200-SXM5-141GB (as yours)", "mxnet", "NVIDIA", "NVIDIA H200 (8x H200-SXM-141GB)",
+         f"[v4.0]({RESULTS}v4.0) closed"),
+        ("TPU", "jax", "Google", "tpu-v4-256", f"[v1.0]({RESULTS}v1.0) open"),
+    ]  # fmt: skip
     mxnet = next(r for r in published if r.spec.framework == "mxnet")
-    assert rows[0][4:7] == ["8 (1 x 8)", f"{per_device(mxnet):,.1f}", f"{mxnet.metrics.score:.2f}"]
-    assert rows[1][7] == "— (1)" and "1. MFU: dlperf knows no peak FLOP/s of TPU" in page
+    assert rows[0][5:8] == ["8 (1 x 8)", f"{per_device(mxnet):,.1f}", f"{mxnet.metrics.score:.2f}"]
+    assert rows[1][8] == "— (1)" and "1. MFU: dlperf knows no peak FLOP/s of TPU" in page
     # BERT: the user's A100 puts the A100 row first, though H200's is faster per accelerator
     bert = render_model_report([*published, own_a100()], "bert-large")
     rows = table_rows(section(bert), "accelerator")
     assert [r[0] for r in rows] == [f"{A100} (as yours)", "NVIDIA H200-SXM5-141GB"]
-    assert float(rows[0][5].replace(",", "")) < float(rows[1][5].replace(",", ""))
+    assert float(rows[0][6].replace(",", "")) < float(rows[1][6].replace(",", ""))
     assert f"MFU: {NO_MFU}" not in bert and "2. MFU: at the 1020 GFLOP per sample" in bert
 
 
@@ -211,3 +216,85 @@ def test_published_text_is_only_text(published: list[Result]) -> None:
     machines = [m for m, _ in by_machine(select(results, "resnet50"))]
     check_markdown(page, set(chart_files("resnet50", machines)))
     assert SHOWN.replace("\\", "\\\\").replace("[", "\\[") in section(page)
+
+
+def test_the_site_keeps_published_references_out_of_the_selectors(
+    published: list[Result], tmp_path: Path
+) -> None:
+    """Issue 32: the selectors offer the user's machines alone, by name (as the report names
+    them), and no framework version of a published result; a published result's rows carry
+    no selector keys; each machine's section is one element the machine selector hides whole,
+    the published references' section nobody's; the round links its published results."""
+    own = [own_h200(), own_cpu()]
+    ResultStore(tmp_path).write_all([*published, *own])
+    page, _ = render_model_page(ResultStore(tmp_path).load(), "resnet50", {})
+    machines = {machine_of(r).id: machine_of(r) for r in own}
+    names = json.loads(html.unescape(re.search(r' data-names="([^"]*)"', page).group(1)))
+    assert names == {"machine": {i: m.label for i, m in machines.items()}}
+    tagged = re.findall(r'<tr data-machine="([^"]+)"[^>]* data-version="([^"]+)"', page)
+    assert {m for m, _ in tagged} == set(machines)
+    assert {v for _, v in tagged} == {"pytorch 2.3.1"}
+    rows = re.findall(r"<tr([^>]*)>((?:(?!</tr>).)*)</tr>", page, flags=re.S)
+    for r in published:  # in Raw results, untagged
+        expected = [""] if r.spec.model == "resnet50" else []
+        assert [attrs for attrs, cells in rows if r.id in cells] == expected, r.id
+    heading_ = re.compile(
+        r'<section class="machine" data-machine-section="([^"]+)">\n<h2>(.*?)</h2>'
+    )
+    sections = heading_.findall(page)
+    assert sorted(sections) == sorted(
+        (i, html.escape(machine_heading(m), quote=False)) for i, m in machines.items()
+    )
+    assert page.count("<section") == page.count("</section>") == 2
+    assert page.index(f"<h2>{TITLE}</h2>") > page.rindex("</section>")
+    assert f'<a href="{RESULTS}v4.0">v4.0</a> closed' in page
+    assert f'<a href="{RESULTS}v1.0">v1.0</a> open' in page
+    assert "<td>tpu-v4-256</td>" in page
+
+
+def test_machines_whose_names_collide_are_offered_with_their_ids(tmp_path: Path) -> None:
+    """Two machines with one label ("AMD EPYC, 2 CPUs" as a CPU's name, and "AMD EPYC" with
+    2 CPUs): the selector names each with its id beside (`identity.machine_names`)."""
+    one = own_cpu()
+    env = one.environment
+    other = one.model_copy(update={"id": f"{one.id}-b", "environment": env.model_copy(
+        update={"cpu": f"{env.cpu}, {env.cpu_count} CPUs", "cpu_count": None})})  # fmt: skip
+    assert machine_of(one).label == machine_of(other).label
+    ResultStore(tmp_path).write_all([one, other])
+    page, _ = render_model_page(ResultStore(tmp_path).load(), "resnet50", {})
+    names = json.loads(html.unescape(re.search(r' data-names="([^"]*)"', page).group(1)))
+    label = machine_of(one).label
+    assert names["machine"] == {
+        m.id: f"{label} (machine {m.id})" for m in (machine_of(one), machine_of(other))
+    }
+
+
+def test_a_chart_over_time_draws_a_submission_at_its_logs_time_and_marks_it(
+    published: list[Result], tmp_path: Path
+) -> None:
+    """Issue 32: a published result's point is at the time its runs started (2021 for the
+    v1.0 submission, not the day of the import), framed by a diamond whose legend key says it
+    is a published reference; an imported log of the user's its own key; a result dlperf
+    measured none."""
+    from dlperf.report.figures import IMPORTS, history_figure, plot_text
+    from dlperf.report.site import history
+
+    jax = next(r for r in published if r.spec.framework == "jax")
+    again = jax.model_copy(update={"id": f"{jax.id}-again", "created": "2022-06-01T00:00:00+00:00"})
+    later = own_h200().model_copy(  # an imported log of the user's (not a published result)
+        update={"id": "20240701T120000Z-own-h200", "created": "2024-07-01T12:00:00+00:00",
+                "origin": "parse"}
+    )  # fmt: skip
+    ResultStore(tmp_path).write_all([jax, again, own_h200(), later])
+    lines = history(tmp_path)
+    (theirs,) = [line for line in lines.values() if line[0].framework == "jax"]
+    (mine,) = [line for line in lines.values() if line[0].framework == "pytorch"]
+    figure = history_figure("jax", {"jax": theirs})
+    key = plot_text(IMPORTS["published"][2])
+    (framed,) = [t for t in figure.data if t.name == key and t.visible]  # on the time axis
+    assert list(framed.x) == ["2021-05-19 04:39:57", "2022-06-01 00:00:00"]
+    assert framed.marker.symbol == "diamond-open" and len(framed.meta["select"]) == 2
+    ours = history_figure("pytorch", {"pytorch": mine})
+    framed = {t.name: list(t.x) for t in ours.data if t.visible and t.name in (
+        plot_text(IMPORTS["published"][2]), plot_text(IMPORTS["imported"][2]))}  # fmt: skip
+    assert framed == {plot_text(IMPORTS["imported"][2]): ["2024-07-01 12:00:00"]}

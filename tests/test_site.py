@@ -450,6 +450,9 @@ def test_the_regressions_page_and_feed(tmp_path: Path) -> None:
     index = (site / "index.html").read_text()
     assert index.count('<span class="regression">regression</span>') == 2
     assert index.count('<span class="improvement">improvement</span>') == 2
+    # the machine in full, on the index as on the regressions page (issue 32)
+    named = f"on {html.escape(machine_of(site_results()[0]).label)} (<code>{MACHINE}</code>)"
+    assert index.count(named) == page.count(named) == 4
 
 
 def test_a_model_page_reads_and_carries_the_selectors_keys(tmp_path: Path) -> None:

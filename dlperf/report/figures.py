@@ -7,11 +7,14 @@ with stable ids. plotly is imported when a chart is made.
 As the PNGs (`chart`): one colour per framework, noisy and smoke results marked on the bar or
 point with a legend key saying what the mark means. Every trace carries
 `meta={"select": [...]}`, one `look.select_keys` dict per point drawn, so the page's selectors
-can filter it; a legend key draws no point and has none."""
+can filter it; a legend key draws no point and has none. `Charts.add` lays every chart out
+(`layout`) so that its toolbar, title, buttons, axis titles and legend each have a band of
+their own: none covers another at any page width (the browser test measures them)."""
 
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +23,7 @@ from datetime import datetime, timezone
 from dlperf.history import HistoryPoint
 from dlperf.identity import commit_label, settings_label
 from dlperf.printable import printable
+from dlperf.published import SUITE
 from dlperf.report._data import (
     Config,
     configs,
@@ -88,28 +92,81 @@ class Charts:
     prefix: str
     made: list[str] = field(default_factory=list)
 
-    def add(self, figure, name: str, height: int = 480) -> str:  # figure: plotly Figure
+    def add(
+        self, figure, name: str, height: int = 480, modebar: bool = True
+    ) -> str:  # figure: plotly Figure
+        """The chart's HTML, laid out so that nothing covers anything (`layout`); `modebar`:
+        Plotly's toolbar (zoom, download) over its top right corner."""
         import plotly.io as pio
 
         div_id = f"{self.prefix}-{name}-{len(self.made) + 1}"
         self.made.append(div_id)
         height = figure.layout.height or height  # a figure with a memory panel is taller
-        figure.update_layout(
-            template=_template(),
-            height=height,
-            margin={"l": 60, "r": 20, "t": 50, "b": 60},
-            font={"family": "system-ui, sans-serif", "size": 12},
-        )
+        layout(figure, height, modebar)
         body = pio.to_html(
             figure,
             include_plotlyjs=False,
             full_html=False,
             div_id=div_id,
             default_height=f"{height}px",
-            config={"displaylogo": False, "responsive": True},
+            config={"displaylogo": False, "responsive": True, "displayModeBar": modebar},
             validate=True,
         )
         return f'<div class="chart-box" data-chart="{div_id}">{body}</div>'
+
+
+# A chart's top, from the top down, each in a band of its own: Plotly's toolbar (the mode bar,
+# right), the title (left, two lines: what, and on which machine), the buttons of a chart that
+# has them (history's x-axis), then the plot. The legend is at the bottom, under the x-axis
+# title: Plotly reserves its height there (a legend placed on the container), and the axes'
+# labels push the plot up above it (automargin), so the two never meet, however many rows the
+# legend wraps into at a narrow width.
+MODEBAR_PX = 30  # the toolbar's band (its buttons are 25 px tall, 2 px from the top)
+TITLE_LINE_PX = 19
+ASCENT_PX = 13  # Plotly pads a title to its first line's baseline: the text rises above it
+BUTTONS_PX = 34  # the updatemenu buttons and the gap under them
+GAP_PX = 8
+
+
+def layout(figure, height: int, modebar: bool = True) -> None:
+    """Lay out `figure`'s title, buttons and legend in bands of their own (above)."""
+    title = figure.layout.title.text or ""
+    lines = title.count("<br>") + 1 if title else 0
+    top = (MODEBAR_PX if modebar else 6) + lines * TITLE_LINE_PX + GAP_PX
+    menus = bool(figure.layout.updatemenus)
+    if menus:
+        figure.update_layout(
+            updatemenus=[
+                {
+                    "x": 0,
+                    "xanchor": "left",
+                    "y": 1,
+                    "yanchor": "bottom",
+                    "pad": {"t": 0, "b": GAP_PX, "l": 0, "r": 0},
+                }
+            ]  # fmt: skip
+        )
+        top += BUTTONS_PX
+    figure.update_layout(
+        template=_template(),
+        height=height,
+        margin={"l": 60, "r": 20, "t": top, "b": 10, "autoexpand": True},
+        font={"family": "system-ui, sans-serif", "size": 12},
+        title={"x": 0, "xref": "container", "xanchor": "left", "y": 1, "yref": "container",
+               "yanchor": "top", "pad": {"t": (MODEBAR_PX if modebar else 6) + ASCENT_PX,
+                                         "l": 10},
+               "font": {"size": 14}},
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "xref": "paper", "y": 0,
+                "yanchor": "bottom", "yref": "container"},
+    )  # fmt: skip
+
+
+def chart_title(what: str, where: str = "") -> str:
+    """A chart's title as Plotly draws it: what it shows, and on its second line, smaller, on
+    which machine (`where`); both text, escaped here."""
+    if not where:
+        return plot_text(what)
+    return f"{plot_text(what)}<br><span style='font-size:12px'>on {plot_text(where)}</span>"
 
 
 def _template():
@@ -127,8 +184,7 @@ def _template():
 
 def _title(text: str, results: Sequence[Result]) -> str:
     """A chart's title: what it shows and on which machine (a chart is one machine's)."""
-    hardware = hardware_label(results)
-    return plot_text(text + (f" on {hardware}" if hardware else ""))
+    return chart_title(text, hardware_label(results))
 
 
 def _label(c: Config) -> str:
@@ -163,10 +219,12 @@ def _mark_legend(
     import plotly.graph_objects as go
 
     for kind in sorted(marks, key=lambda m: (len(m), m)):
-        meaning = "; ".join(f"{m}: {MARK_MEANING[m]}" for m in kind)
         how = f"{'hatched' if bars else 'hollow'}, named on it"
-        name = plot_text(f"{mark_text(kind)} ({how})" if brief else
-                         f"{mark_text(kind)} ({how}) — {meaning}")  # fmt: skip
+        # a line per mark's meaning: one line of them all is wider than a chart at 1000 px
+        lines = [f"{mark_text(kind)} ({how})"] + (
+            [] if brief else [f"{m}: {MARK_MEANING[m]}" for m in kind]
+        )
+        name = "<br>".join(map(plot_text, lines))  # fmt: skip
         if bars:
             # on axes of their own: a bar trace on the chart's axes would take a slot in each
             # group and push the real bars off the panel below them
@@ -300,14 +358,14 @@ def throughput_figure(
     figure.update_layout(
         title=_title(f"{model} {what}", chosen),
         barmode="group",
-        legend={"orientation": "h", "y": -0.12 if memory else -0.2, "yanchor": "top"},
     )
     figure.update_xaxes(categoryorder="array", categoryarray=labels)
     figure.update_yaxes(title_text="samples/J (median repeat)" if metric == "energy" else
-                        "samples/s" if small else "samples/s (median; error bars: min–max)",
+                        "samples/s" if small else "median samples/s<br>(error bars: min–max)",
                         **top)  # fmt: skip
     if memory:
-        figure.update_yaxes(title_text=plot_text(memory_axis_label(chosen)), row=2, col=1)
+        label = plot_text(memory_axis_label(chosen)).replace(" (", "<br>(", 1)  # two lines
+        figure.update_yaxes(title_text=label, row=2, col=1)
         figure.update_layout(height=760)
     return figure
 
@@ -360,8 +418,7 @@ def scaling_figure(chosen: Sequence[Result], model: str):
     figure.update_layout(
         title=_title(f"{model} scaling", chosen),
         xaxis_title="devices (nodes x devices per node)",
-        yaxis_title="speedup vs 1 device (median samples/s)",
-        legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
+        yaxis_title="speedup vs 1 device<br>(median samples/s)",
     )
     return figure
 
@@ -419,8 +476,7 @@ def latency_figure(chosen: Sequence[Result], model: str):
         title=_title(f"{model} inference latency percentiles", chosen),
         barmode="group",
         xaxis={"title": "percentile", "categoryorder": "array", "categoryarray": names},
-        yaxis_title="ms per batch (inference steps, interpolated)",
-        legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
+        yaxis_title="ms per batch<br>(inference steps, interpolated)",
     )
     return figure
 
@@ -432,6 +488,12 @@ RINGS = {
     "regression": ("x-thin-open", "#d62728", "significant regression vs the point before"),
     "improvement": ("triangle-up-open", "#2ca02c", "significant improvement vs the point before"),
     "changed": ("circle-open", "#333333", "settings or environment changed since the point before"),
+}  # fmt: skip
+# Imported results, framed by a diamond: (symbol, colour, what it means), in the legend so.
+IMPORTS = {
+    "published": ("diamond-open", "#6a3d9a",
+                  "published reference (imported, at the time of its logs)"),
+    "imported": ("diamond-open", "#b15928", "imported log (dlperf parse)"),
 }  # fmt: skip
 BAND = "shaded band: min–max of each result's repeats"
 X_MODES = ("time", "framework version", "dlperf version")
@@ -549,6 +611,15 @@ def _series_traces(k: int, name: str, points: Sequence[HistoryPoint]) -> list:
     return [band, line]
 
 
+def _imported(p: HistoryPoint) -> str | None:
+    """ "published" for a published reference (`dlperf.published`), "imported" for another
+    imported log, None for a result dlperf measured."""
+    if p.origin != "parse":
+        return None
+    suite = json.loads(p.row.get("parameters") or "{}").get("suite")
+    return "published" if suite == SUITE else "imported"
+
+
 def _ring(p: HistoryPoint) -> str | None:
     if p.verdict in ("regression", "improvement"):
         return p.verdict
@@ -580,17 +651,29 @@ def _history_traces(kept: list[tuple[str, list[HistoryPoint]]], mode: int) -> tu
                 marker={"symbol": symbol, "size": 20, "color": colour,
                         "line": {"width": 2, "color": colour}},
                 meta={"select": [_point_keys(series[k][i]) for k, i in ringed]}))  # fmt: skip
+    for kind, (symbol, colour, meaning) in IMPORTS.items():
+        framed = [(k, i) for k, points in enumerate(series) for i, p in enumerate(points)
+                  if _imported(p) == kind]  # fmt: skip
+        if framed:
+            traces.append(go.Scatter(
+                name=plot_text(meaning), x=[pos[ref] for ref in framed],
+                y=[series[k][i].median for k, i in framed], mode="markers", hoverinfo="skip",
+                marker={"symbol": symbol, "size": 24, "color": colour,
+                        "line": {"width": 2, "color": colour}},
+                meta={"select": [_point_keys(series[k][i]) for k, i in framed]}))  # fmt: skip
     for trace in traces:
         trace.update(xaxis=xaxis, visible=mode == 0)
     return traces, {**axis, "visible": mode == 0, **({"overlaying": "x"} if mode else {})}
 
 
-def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
+def history_figure(title: str, lines: dict[str, list[HistoryPoint]], where: str = ""):
     """Medians of each series (a benchmark on one machine), a line each in its framework's
     colour, over time or over framework or dlperf versions, each with its repeats' min–max
     band; significant changes and changed settings or environment ringed, noisy and smoke
-    points hollow and named. None when no series has more than one point. `title`: text,
-    escaped here.
+    points hollow and named; an imported result (a published reference, an imported log)
+    framed by a diamond of its own, at its own time (an MLPerf Training submission at its
+    logs'). None when no series has more than one point. `title` and `where` (the machine,
+    the title's second line): text, escaped here.
 
     Buttons in the chart choose the x-axis: each axis has its own traces, the buttons only
     show one set and hide the others (no data is rewritten, so the page's selectors, which
@@ -622,21 +705,17 @@ def history_figure(title: str, lines: dict[str, list[HistoryPoint]]):
                          {f"xaxis{j + 1 if j else ''}.visible": j == m for j in range(len(sets))}]}
                for m, mode in enumerate(X_MODES)]  # fmt: skip
     figure.update_layout(
-        title=plot_text(title),
+        title=chart_title(title, where),
         updatemenus=[
             {
                 "type": "buttons",
                 "direction": "right",
                 "buttons": buttons,
-                "x": 0.0,
-                "xanchor": "left",
-                "y": 1.13,
-                "yanchor": "bottom",
                 "showactive": True,
                 "active": 0,
             }
-        ],  # fmt: skip
-        yaxis_title=plot_text(f"median {kept[0][1][0].unit} (band: min–max of the repeats)"),
-        legend={"orientation": "h", "y": -0.25},
+        ],  # fmt: skip; placed by `layout`, above the plot and under the title
+        # the band is the legend's key (BAND): the axis' title stays short enough to be whole
+        yaxis_title=plot_text(f"median {kept[0][1][0].unit}"),
     )
     return figure

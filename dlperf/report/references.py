@@ -19,10 +19,12 @@ from dlperf.published import (
     NO_THROUGHPUT,
     is_published_reference,
     per_accelerator_text,
+    round_results_url,
+    system_name,
     why_missing,
 )
 from dlperf.report._data import file_stem, headlines
-from dlperf.report.cells import DASH, code, table, text
+from dlperf.report.cells import DASH, Markdown, code, table, text
 from dlperf.report.tables import heading
 from dlperf.schema import Result
 from dlperf.store import newest
@@ -101,7 +103,8 @@ def references_section(results: Sequence[Result], model: str, own: Sequence[Resu
     yours = {accelerator(r) for r in own} - {None}
     reasons: list[str] = []  # why a cell is a dash, numbered in order
     rows = [_reference_row(r, accelerator(r) in yours, reasons) for r in published]
-    header = ["accelerator", "framework", "submitter", "round", "accelerators (nodes x each)",
+    header = ["accelerator", "framework", "submitter", "system", "round (its published results)",
+              "accelerators (nodes x each)",
               "samples/s per accelerator", "MLPerf time to train (min)", "MFU"]  # fmt: skip
     lines = [*heading(2, TITLE), *table(header, rows)]
     if reasons:
@@ -137,17 +140,27 @@ def _reference_row(r: Result, yours: bool, reasons: list[str]) -> list[str]:
         mfu = dash("MFU", "dlperf counts no FLOPs per sample for this benchmark")
     else:
         mfu = dash("MFU", f"dlperf knows no peak FLOP/s of {accelerator_name(r)}")
-    division = f" {options['division']}" if options.get("division") else ""
     return [
         accelerator_name(r) + (" (as yours)" if yours else ""),
         s.framework,
         options.get("submitter") or DASH,
-        f"{options.get('round', '?')}{division}",
+        system_name(r) or DASH,
+        round_cell(r),
         f"{s.world_size} ({s.nodes} x {s.devices_per_node})",
         throughput,
         score,
         mfu,
     ]
+
+
+def round_cell(r: Result) -> Markdown:
+    """The round and division, the round linking its published results (MLCommons' repository
+    of the round, where the submitter's folder holds the system's logs)."""
+    options = r.spec.options
+    division = f" {text(options['division'])}" if options.get("division") else ""
+    url = round_results_url(r)
+    round_ = text(options.get("round", "?"))
+    return Markdown((f"[{round_}]({url})" if url else round_) + division)
 
 
 def _against_yours(own: Sequence[Result], published: Sequence[Result], model: str) -> list[str]:

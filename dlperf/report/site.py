@@ -10,10 +10,13 @@ JavaScript (shipped in the `plotly` package) is written once to site/assets/plot
 and referenced relatively: no CDN, no network.
 
 A model page reads top down: its selectors (machine, precision, mode, framework version,
-settings: assets/select.js filters the rows carrying `look.select_keys` as data-* attributes
-and the chart points carrying them in `meta.select`), the cross-framework table and charts per
-machine, the long sections (method, hardware, per-framework tables, telemetry, every repeat)
-collapsed, warnings one line per kind. The index is an overview: the models, the newest
+settings, each offered where it has two values or more: assets/select.js filters the rows
+carrying `look.select_keys` as data-* attributes and the chart points carrying them in
+`meta.select`, and hides every other machine's whole section when a machine is chosen;
+machines are offered by name, as `identity.machine_names` names them; published references
+are in no selector), the cross-framework table and charts per machine, the long sections
+(method, hardware, per-framework tables, telemetry, every repeat) collapsed, warnings one line
+per kind. The index is an overview: the models, the newest
 significant changes, and per machine each model's chart, small, with the machine's
 configurations. regressions.html and its Atom feed regressions.xml list every significant
 change between consecutive results of a series (`report.regressions`, history's verdicts).
@@ -29,7 +32,7 @@ import html
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -37,7 +40,7 @@ from urllib.parse import quote
 from dlperf import DlperfError
 from dlperf.files import atomic_write, check_writable, shared_mode, storage_error
 from dlperf.history import HistoryPoint, history_points
-from dlperf.identity import Machine, identity_of, machine_of, settings_label
+from dlperf.identity import Machine, identity_of, machine_names, machine_of, settings_label
 from dlperf.models import MODELS
 from dlperf.published import is_published_reference
 from dlperf.report._data import (
@@ -85,9 +88,9 @@ SELECT_JS = "assets/select.js"
 REGRESSIONS_PAGE = "regressions.html"
 REGRESSIONS_FEED = "regressions.xml"
 INDEX_CHANGES = 5  # the newest significant changes the index lists
-THROUGHPUT_HEIGHT = 380  # a model page's charts (px); the index's small charts
-LATENCY_HEIGHT = 340
-HISTORY_HEIGHT = 340
+THROUGHPUT_HEIGHT = 420  # a model page's charts (px); the index's small charts
+LATENCY_HEIGHT = 400
+HISTORY_HEIGHT = 460  # its buttons and legend take about half
 SMALL_HEIGHT = 300
 HISTORY_THRESHOLD = 0.05  # `dlperf compare`'s default threshold, for the history's verdicts
 
@@ -238,11 +241,28 @@ def _details(summary: str, inner: str, css: str = "") -> str:
     return f"<details{cls}>\n<summary>{summary}</summary>\n{inner}</details>\n"
 
 
-def fold(body: str, frameworks: Sequence[str]) -> str:
+def selectors_box(names: Mapping[str, str]) -> str:
+    """The selectors' box (assets/select.js fills it), with each machine's name as the page
+    names it (`names`: machine id -> name) for the machine selector's choices."""
+    data = html.escape(json.dumps({"machine": dict(sorted(names.items()))}, sort_keys=True))
+    return SELECTORS.replace(
+        'aria-label="show only"', f'aria-label="show only" data-names="{data}"'
+    )
+
+
+def fold(
+    body: str,
+    frameworks: Sequence[str],
+    machines: Mapping[str, str] | None = None,
+    selectors: str = SELECTORS,
+) -> str:
     """A page that reads: the method text, each run of per-framework sections, the telemetry
     and the all-results tables collapsed (`<details>`, closed: a click opens them); the
-    selectors before the method text."""
+    `selectors` before the method text. Each machine's level-2 section (`machines`: its
+    heading's HTML -> machine id), up to the next level-2 heading, is one
+    `<section data-machine-section="id">`: choosing another machine hides all of it."""
     head, sections = _sections(body)
+    machines = machines or {}
     escaped = {html.escape(f, quote=False) for f in frameworks}
     simple = {
         METHOD: (METHOD, "method"),
@@ -250,13 +270,20 @@ def fold(body: str, frameworks: Sequence[str]) -> str:
         "Telemetry": ("Telemetry: utilization, clocks, power and energy per result", ""),
         "All results": ("All results: every repeat's samples/s", ""),
     }
-    out, i = [head], 0
+    out, i, open_section = [head], 0, False
     while i < len(sections):
         level, title, text_ = sections[i]
+        if level <= 2:
+            if open_section:
+                out.append("</section>\n")
+            open_section = title in machines
+            if open_section:
+                out.append(f'<section class="machine" data-machine-section="'
+                           f'{html.escape(machines[title])}">\n')  # fmt: skip
         if title in simple and level <= 3:
             summary, css = simple[title]
             inner = HEADING.sub("", text_, count=1)
-            out.append((SELECTORS if title == METHOD else "") + _details(summary, inner, css))
+            out.append((selectors if title == METHOD else "") + _details(summary, inner, css))
             i += 1
             continue
         if title in escaped:
@@ -276,6 +303,8 @@ def fold(body: str, frameworks: Sequence[str]) -> str:
             continue
         out.append(text_)
         i += 1
+    if open_section:
+        out.append("</section>\n")
     return "".join(out)
 
 
@@ -288,8 +317,10 @@ def _data_attributes(keys: dict[str, str]) -> str:
 
 def tag_rows(body: str, results: Sequence[Result]) -> str:
     """Give each table row that names exactly one of `results` (its id as a cell's or a
-    link's text) that result's `look.select_keys` as data-* attributes, for the selectors."""
-    keys = {_inline_html(text(r.id)): select_keys(r) for r in results}
+    link's text) that result's `look.select_keys` as data-* attributes, for the selectors.
+    A published reference's row gets none: it is in no selector and no count, and stays."""
+    keys = {_inline_html(text(r.id)): select_keys(r) for r in results
+            if not is_published_reference(r)}  # fmt: skip
 
     def tagged(match: re.Match) -> str:
         inner = match.group(1)
@@ -353,7 +384,14 @@ def render_model_page(
     for s in mine:  # the All results table's ids link to their JSON (as markdown-it escapes)
         rid = _inline_html(text(s.result.id))
         body = body.replace(f"<td>{rid}</td>", f'<td><a href="{href(s)}">{rid}</a></td>', 1)
-    body = tag_rows(fold(body, sorted({s.result.spec.framework for s in mine})), results)
+    names = {mid: name for (mid, _), name in
+             machine_names((m.id, m.label) for m, _ in machines).items()}  # fmt: skip
+    sections = (
+        {_inline_html(text(machine_heading(m))): m.id for m, _ in machines} if level == 3 else {}
+    )
+    fold_ = fold(body, sorted({s.result.spec.framework for s in mine}), sections,
+                 selectors_box(names))  # fmt: skip
+    body = tag_rows(fold_, results)
     script = f'<script src="{SELECT_JS}" defer></script>\n'
     return _page(f"dlperf: {model}", body, head=script), charts.made
 
@@ -430,8 +468,8 @@ def _history_section(
     for c in sorted(rows, key=Config.sort_key):
         lines = dict(sorted(rows[c].items()))
         title = f"{c.mode_label} · {c.precision_label} · {c.device} · b{c.batch} · {c.topology}"
-        title += f" · {c.shape_label} · {c.impl_label} on {machine_heading(machine)}"
-        figure = history_figure(title, lines)
+        title += f" · {c.shape_label} · {c.impl_label}"
+        figure = history_figure(title, lines, machine_heading(machine))
         if figure is None:
             single += 1
             continue
@@ -484,10 +522,11 @@ def render_index_page(
                              "</div>")  # fmt: skip
                 continue
             figure.update_layout(
-                title={"text": f"{plot_text(model)} throughput", "font": {"size": 13}},
-                legend={"orientation": "h", "y": -0.25, "font": {"size": 10}},
+                title={"text": f"{plot_text(model)} throughput"}, legend={"font": {"size": 10}}
             )
-            boxes.append(f"<div>{link}{charts.add(figure, 'small', height=SMALL_HEIGHT)}</div>")
+            # small: no toolbar over the title (the model page's charts have it)
+            chart = charts.add(figure, "small", height=SMALL_HEIGHT, modebar=False)
+            boxes.append(f"<div>{link}{chart}</div>")
         parts.append(f'<div class="overview">{"".join(boxes)}</div>')
         rows = [_configuration_row(latest[k], counts[k]) for k in sorted(
             (k for k in latest if k[1] == machine.id),
@@ -549,8 +588,8 @@ def _changes_section(changes: Sequence[Change]) -> str:
         a = c.after
         items.append(
             f'<li><span class="{c.kind}">{c.kind}</span> {a.change:+.1%} {plot_text(a.metric)}: '
-            f"<code>{plot_text(a.benchmark_id)}</code> on <code>{plot_text(a.machine_id)}</code>"
-            f", {plot_text(_time(a.created_utc))} UTC "
+            f"<code>{plot_text(a.benchmark_id)}</code> on {_machine_html(a)}, "
+            f"{plot_text(_time(a.created_utc))} UTC "
             f'(<a href="{REGRESSIONS_PAGE}#{c.anchor}">details</a>)</li>'
         )
     more = len(changes) - INDEX_CHANGES
@@ -583,12 +622,16 @@ def render_regressions_page(changes: Sequence[Change], threshold: float) -> str:
             f'<td><span class="{c.kind}">{c.kind}</span><br>{a.change:+.1%} '
             f"{plot_text(a.metric)}<br>{b.median:.4g} → {a.median:.4g} {plot_text(a.unit)}"
             f"<br>{plot_text(a.test)}{f', p = {a.p:.3g}' if a.p is not None else ''}</td>"
-            f"<td><code>{plot_text(a.benchmark_id)}</code><br>on {plot_text(a.machine)} "
-            f"(<code>{plot_text(a.machine_id)}</code>)</td>"
+            f"<td><code>{plot_text(a.benchmark_id)}</code><br>on {_machine_html(a)}</td>"
             f"<td>{_side(b)}</td><td>{_side(a)}</td><td>{changed}</td></tr>"
         )
     table_ = f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows)
     return _page("dlperf: significant changes", f"{intro}\n{table_}\n</tbody>\n</table>")
+
+
+def _machine_html(p: HistoryPoint) -> str:
+    """A point's machine in full, as every list of changes names it: its label and its id."""
+    return f"{plot_text(p.machine)} (<code>{plot_text(p.machine_id)}</code>)"
 
 
 def _side(p: HistoryPoint) -> str:

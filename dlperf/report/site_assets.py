@@ -27,16 +27,20 @@ details > summary { cursor: pointer; font-weight: 600; }
              border-bottom: 1px solid #d0d0d7; margin-bottom: 0.8em; font-size: 0.9em; }
 .selectors label { margin-right: 1.2em; white-space: nowrap; }
 .selectors select { max-width: 22em; }
+[hidden] { display: none !important; }
 .regression { color: #b00020; font-weight: 600; }
 .improvement { color: #1b7f3b; font-weight: 600; }
 """
 
 # The page's selectors: one <select> per key of `look.select_keys` with more than one value
 # among the page's table rows (data-* attributes) and chart points (each trace's
-# meta.select, one entry per point); a key with one value is shown, disabled. Choosing a value
-# hides the rows that do not match and keeps only the matching points of each chart (the
-# per-point arrays restyled from the trace's original ones); a trace without meta.select and a
-# row without data-* attributes stay as they are.
+# meta.select, one entry per point); a key with one value is no choice and not offered (no
+# key with two: no selectors at all). A machine is offered by its name (the box's data-names,
+# as the page names it). Choosing a value hides the rows that do not match and keeps only the
+# matching points of each chart (the per-point arrays restyled from the trace's original
+# ones); a trace without meta.select and a row without data-* attributes stay as they are.
+# Choosing a machine hides every other machine's whole section (data-machine-section:
+# headings, tables, charts); a chart left with no point is hidden, not drawn as empty axes.
 SELECT_JS = r"""
 (function () {
   "use strict";
@@ -72,26 +76,61 @@ SELECT_JS = r"""
     visit(trace, "");
     return found;
   }
+  function inHiddenSection(element) {
+    var section = element.closest("[data-machine-section]");
+    return !!(section && section.hidden);
+  }
   function filterChart(div) {
-    (div.data || []).forEach(function (trace, i) {
+    if (inHiddenSection(div)) return;  // filtered when its section is shown again
+    var carries = false, kept = false;
+    var keeps = (div.data || []).map(function (trace) {
       var select = trace.meta && trace.meta.select;
-      if (!Array.isArray(select)) return;
+      if (!Array.isArray(select)) return null;
+      var keep = select.map(function (keys) { return matches(keys); });
+      carries = carries || select.length > 0;
+      kept = kept || keep.some(Boolean);
+      return keep;
+    });
+    var box = div.closest(".chart-box") || div;
+    var empty = carries && !kept;
+    var wasHidden = box.hidden;
+    box.hidden = empty;  // no point of this chart is chosen: no empty axes either
+    if (empty) return;
+    (div.data || []).forEach(function (trace, i) {
+      var keep = keeps[i];
+      if (!keep) return;
       div._dlperfOriginal = div._dlperfOriginal || {};
       var original = div._dlperfOriginal[i];
-      if (!original) original = div._dlperfOriginal[i] = perPoint(trace, select.length);
-      var keep = select.map(function (keys) { return matches(keys); });
+      if (!original) original = div._dlperfOriginal[i] = perPoint(trace, keep.length);
       var update = {};
       Object.keys(original).forEach(function (path) {
         update[path] = [original[path].filter(function (_, j) { return keep[j]; })];
       });
       if (Object.keys(update).length) Plotly.restyle(div, update, [i]);
     });
+    if (wasHidden) Plotly.Plots.resize(div);
+  }
+  function sections() {
+    return Array.prototype.slice.call(document.querySelectorAll("[data-machine-section]"));
   }
   var touched = false;  // charts are restyled from the first choice on, never at load
   function apply() {
     rows().forEach(function (row) { row.hidden = !matches(row.dataset); });
+    var shownAgain = [];
+    sections().forEach(function (section) {
+      var hide = !!chosen.machine && section.dataset.machineSection !== chosen.machine;
+      if (section.hidden && !hide) shownAgain.push(section);
+      section.hidden = hide;
+    });
     touched = touched || KEYS.some(function (k) { return chosen[k]; });
-    if (touched && typeof Plotly === "object") charts().forEach(filterChart);
+    if (touched && typeof Plotly === "object") {
+      charts().forEach(filterChart);
+      shownAgain.forEach(function (section) {
+        section.querySelectorAll(".plotly-graph-div").forEach(function (div) {
+          if (!div.closest("[hidden]")) Plotly.Plots.resize(div);
+        });
+      });
+    }
     var shown = document.getElementById("selectors-shown");
     if (shown) {
       var all = rows();
@@ -120,27 +159,35 @@ SELECT_JS = r"""
     KEYS.forEach(function (k) { found[k].sort(); });
     return found;
   }
+  function names(box) {
+    try {
+      return JSON.parse(box.dataset.names || "{}") || {};
+    } catch (e) {
+      return {};
+    }
+  }
   function build(box) {
-    var found = values();
+    var found = values(), named = names(box), offered = 0;
     KEYS.forEach(function (k) {
-      if (!found[k].length) return;
+      if (found[k].length < 2) return;  // one value is no choice
+      offered += 1;
       var label = document.createElement("label");
       label.appendChild(document.createTextNode(LABELS[k] + " "));
       var select = document.createElement("select");
       select.name = k;
       select.dataset.key = k;
-      if (found[k].length > 1) {
-        var all = document.createElement("option");
-        all.value = "";
-        all.textContent = "all (" + found[k].length + ")";
-        select.appendChild(all);
-      } else {
-        select.disabled = true;
-      }
-      found[k].forEach(function (v) {
+      var all = document.createElement("option");
+      all.value = "";
+      all.textContent = "all (" + found[k].length + ")";
+      select.appendChild(all);
+      var shown = named[k] || {};
+      var text = function (v) { return shown[v] || v; };
+      found[k].slice().sort(function (a, b) {
+        return text(a) < text(b) ? -1 : text(a) > text(b) ? 1 : 0;
+      }).forEach(function (v) {
         var option = document.createElement("option");
         option.value = v;
-        option.textContent = v;
+        option.textContent = text(v);
         select.appendChild(option);
       });
       select.addEventListener("change", function () {
@@ -150,6 +197,10 @@ SELECT_JS = r"""
       label.appendChild(select);
       box.appendChild(label);
     });
+    if (!offered) {  // nothing to choose: no bar of empty selectors
+      box.hidden = true;
+      return;
+    }
     var shown = document.createElement("span");
     shown.id = "selectors-shown";
     shown.className = "note";
