@@ -82,6 +82,12 @@ class Browser:
         if not request.url.startswith(LOCAL_SCHEMES):
             self.outside.append(request.url)
 
+    def resize(self, width: int) -> None:
+        """The viewport `width` CSS pixels wide (the height kept); pages opened after it are
+        laid out at that width."""
+        self.width = width
+        self.page.set_viewport_size({"width": width, "height": self.height})
+
     def open(self, path: Path) -> None:
         """Open a file and wait for its load event."""
         self.page.goto(path.resolve().as_uri(), wait_until="load")
