@@ -39,8 +39,9 @@ NOTE = (
     "summarizer: the olympic mean of the runs' time to train). *samples/s per accelerator* is "
     "dlperf's, not an MLPerf metric: the median over the runs of the system's samples/s, taken "
     "from the logs' training marks, divided by its accelerators. MFU is dlperf's (achieved "
-    "model FLOP/s over the accelerators' peak). Rows on an accelerator model your results ran "
-    "on come first, then by samples/s per accelerator."
+    "model FLOP/s over the accelerators' peak). Each round links MLCommons' published results "
+    "of that round (the submitter's folder there holds the system's logs). Rows on an "
+    "accelerator model your results ran on come first, then by samples/s per accelerator."
 )
 
 
@@ -103,9 +104,9 @@ def references_section(results: Sequence[Result], model: str, own: Sequence[Resu
     yours = {accelerator(r) for r in own} - {None}
     reasons: list[str] = []  # why a cell is a dash, numbered in order
     rows = [_reference_row(r, accelerator(r) in yours, reasons) for r in published]
-    header = ["accelerator", "framework", "submitter", "system", "round (its published results)",
-              "accelerators (nodes x each)",
-              "samples/s per accelerator", "MLPerf time to train (min)", "MFU"]  # fmt: skip
+    header = ["accelerator", "framework", "submitter", "system", "round",
+              "accelerators (nodes x each)", "samples/s per accelerator",
+              "MLPerf time to train (min)", "MFU"]  # fmt: skip
     lines = [*heading(2, TITLE), *table(header, rows)]
     if reasons:
         lines += ["Why a number is missing:", ""]
