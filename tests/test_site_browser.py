@@ -373,6 +373,15 @@ def test_the_published_site_in_chromium(tmp_path: Path) -> None:
                     assert "regression" in text and slower.id in text and tf_b.id in text
                 if name == "resnet50.html" and published:
                     check_references(browser)
+        # the chart kinds the real results have none of (scaling, inference latency), from
+        # test_site's results: laid out as every chart
+        kinds = publish_chart_kinds(tmp_path)
+        for width in (1400, 1000):
+            browser.resize(width)
+            check_page(browser, kinds, "resnet50.html", tables=width == 1400)
+            pairs[f"scaling and latency at {width} px"] = check_layout(browser, "resnet50.html")
+            ids = [c["id"] for c in browser.evaluate(LAYOUT)]
+            assert any("-scaling-" in i for i in ids) and any("-latency-" in i for i in ids)
         browser.resize(1400)
         browser.open(site / "resnet50.html")
         browser.wait_for("document.querySelectorAll('#selectors select').length > 0")
@@ -384,6 +393,16 @@ def test_the_published_site_in_chromium(tmp_path: Path) -> None:
     assert all(pairs.values()), pairs
     # about three screens per machine at most (the page before issue 24: 5,834 px for one)
     assert heights["resnet50.html"] <= 2 * 3 * 1000, heights
+
+
+def publish_chart_kinds(tmp_path: Path) -> Path:
+    """The site of test_site's results: a scaling and an inference latency chart beside
+    throughput and history."""
+    from test_site import write_results
+
+    from dlperf.report.site import write_site
+
+    return write_site(write_results(tmp_path / "kinds"), tmp_path / "kinds-site").out_dir
 
 
 def check_index(browser: Browser, slower: Result, machine: Machine) -> None:

@@ -420,6 +420,11 @@ def scaling_figure(chosen: Sequence[Result], model: str):
         xaxis_title="devices (nodes x devices per node)",
         yaxis_title="speedup vs 1 device<br>(median samples/s)",
     )
+    # whole devices on the x-axis; room above the highest point for the mark named over it
+    devices = sorted({d for points in series.values() for d, _, _ in points})
+    highest = max([top, *(s for points in series.values() for _, s, _ in points)])
+    figure.update_xaxes(tickmode="array", tickvals=devices)
+    figure.update_yaxes(range=[0, highest * 1.15])
     return figure
 
 
