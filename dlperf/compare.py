@@ -41,6 +41,7 @@ from dlperf.identity import (
     same_machine,
     settings_label,
 )
+from dlperf.printable import figure
 from dlperf.published import is_published_reference
 from dlperf.resultio import load_result
 from dlperf.rows import metric_values, result_row
@@ -413,7 +414,7 @@ def render_markdown(c: Comparison) -> str:
         machine = r.machine + (f" -> {r.machine_b}" if r.machine_b else "")
         lines.append(
             f"| {cell(r.name)} | {cell(r.settings_a)} | {cell(machine)} | {cell(r.metric)} "
-            f"| {r.a:.4g} | {r.b:.4g} | {r.change:+.1%} | {r.test} | {p} | "
+            f"| {figure(r.a)} | {figure(r.b)} | {r.change:+.1%} | {r.test} | {p} | "
             f"{mark}{r.verdict}{mark} | {cell('; '.join(r.differences) or 'none')} |"
         )
     notes = [(r, noise_note(r, c.threshold)) for r in c.rows]

@@ -62,3 +62,9 @@ _JSON = re.compile(f"[{OTHERS}]")  # raw C0 is not valid JSON in a string; betwe
 
 
 __all__ = ["escaped", "printable", "printable_json"]
+
+
+def figure(value: float) -> str:
+    """A measured value for a table: four significant digits, thousands grouped and never in
+    exponent form (12,346 samples/s, not 1.235e+04)."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"

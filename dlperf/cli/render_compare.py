@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dlperf.cli.output import indented, whole_column
+from dlperf.printable import figure
 
 
 def score_tables(s) -> tuple[Table, Table]:
@@ -85,7 +86,7 @@ def _history_row(p) -> list[str]:
         verdict += f" (p {p.p:.2g})"
     return [
         esc(p.result_id),
-        f"{p.median:.4g}" if p.median is not None else esc(p.status),
+        figure(p.median) if p.median is not None else esc(p.status),
         str(p.n),
         f"{p.change:+.1%}" if p.change is not None else "–",
         verdict,
@@ -188,4 +189,4 @@ def _compare_row(r) -> list[str]:
     verdict = f"[{style}]{esc(r.verdict)}[/]" if style else esc(r.verdict)
     if r.p is not None:
         verdict += f" (p {r.p:.2g})"
-    return [esc(r.settings_a), f"{r.a:.4g}", f"{r.b:.4g}", f"{r.change:+.1%}", verdict]
+    return [esc(r.settings_a), figure(r.a), figure(r.b), f"{r.change:+.1%}", verdict]
