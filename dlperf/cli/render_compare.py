@@ -79,17 +79,20 @@ def history_tables(points) -> list[RenderableType]:
     return shown
 
 
+def _verdict(verdict: str, p: float | None) -> str:
+    """A verdict in its colour, with its p-value where a test gave one."""
+    style = VERDICT_STYLES.get(verdict, "")
+    text = f"[{style}]{esc(verdict)}[/]" if style else esc(verdict)
+    return text + (f" (p {p:.2g})" if p is not None else "")
+
+
 def _history_row(p) -> list[str]:
-    style = VERDICT_STYLES.get(p.verdict, "")
-    verdict = f"[{style}]{esc(p.verdict)}[/]" if style else esc(p.verdict)
-    if p.p is not None:
-        verdict += f" (p {p.p:.2g})"
     return [
         esc(p.result_id),
         figure(p.median) if p.median is not None else esc(p.status),
         str(p.n),
         f"{p.change:+.1%}" if p.change is not None else "–",
-        verdict,
+        _verdict(p.verdict, p.p),
     ]
 
 
@@ -185,8 +188,10 @@ def compare_output(c) -> list[RenderableType]:
 
 
 def _compare_row(r) -> list[str]:
-    style = VERDICT_STYLES.get(r.verdict, "")
-    verdict = f"[{style}]{esc(r.verdict)}[/]" if style else esc(r.verdict)
-    if r.p is not None:
-        verdict += f" (p {r.p:.2g})"
-    return [esc(r.settings_a), figure(r.a), figure(r.b), f"{r.change:+.1%}", verdict]
+    return [
+        esc(r.settings_a),
+        figure(r.a),
+        figure(r.b),
+        f"{r.change:+.1%}",
+        _verdict(r.verdict, r.p),
+    ]

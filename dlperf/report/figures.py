@@ -646,26 +646,19 @@ def _history_traces(kept: list[tuple[str, list[HistoryPoint]]], mode: int) -> tu
         band.update(x=own + own[::-1], legendgroup=f"{mode}:{band.legendgroup}")
         line.update(x=own, legendgroup=f"{mode}:{line.legendgroup}")
         traces += [band, line]
-    for kind, (symbol, colour, meaning) in RINGS.items():
-        ringed = [(k, i) for k, points in enumerate(series) for i, p in enumerate(points)
-                  if _ring(p) == kind]  # fmt: skip
-        if ringed:
-            traces.append(go.Scatter(
-                name=plot_text(meaning), x=[pos[ref] for ref in ringed],
-                y=[series[k][i].median for k, i in ringed], mode="markers", hoverinfo="skip",
-                marker={"symbol": symbol, "size": 20, "color": colour,
-                        "line": {"width": 2, "color": colour}},
-                meta={"select": [_point_keys(series[k][i]) for k, i in ringed]}))  # fmt: skip
-    for kind, (symbol, colour, meaning) in IMPORTS.items():
-        framed = [(k, i) for k, points in enumerate(series) for i, p in enumerate(points)
-                  if _imported(p) == kind]  # fmt: skip
-        if framed:
-            traces.append(go.Scatter(
-                name=plot_text(meaning), x=[pos[ref] for ref in framed],
-                y=[series[k][i].median for k, i in framed], mode="markers", hoverinfo="skip",
-                marker={"symbol": symbol, "size": 24, "color": colour,
-                        "line": {"width": 2, "color": colour}},
-                meta={"select": [_point_keys(series[k][i]) for k, i in framed]}))  # fmt: skip
+    # Rings over changed points (size 20), then diamonds framing imported ones (size 24).
+    marks = [(RINGS, _ring, 20), (IMPORTS, _imported, 24)]
+    for kinds, kind_of, size in marks:
+        for kind, (symbol, colour, meaning) in kinds.items():
+            marked = [(k, i) for k, points in enumerate(series) for i, p in enumerate(points)
+                      if kind_of(p) == kind]  # fmt: skip
+            if marked:
+                traces.append(go.Scatter(
+                    name=plot_text(meaning), x=[pos[ref] for ref in marked],
+                    y=[series[k][i].median for k, i in marked], mode="markers",
+                    hoverinfo="skip", marker={"symbol": symbol, "size": size, "color": colour,
+                                              "line": {"width": 2, "color": colour}},
+                    meta={"select": [_point_keys(series[k][i]) for k, i in marked]}))  # fmt: skip
     for trace in traces:
         trace.update(xaxis=xaxis, visible=mode == 0)
     return traces, {**axis, "visible": mode == 0, **({"overlaying": "x"} if mode else {})}
