@@ -69,14 +69,20 @@ def history_tables(points) -> list[RenderableType]:
         shown.append(Text.from_markup(heading + (f" (medians in {esc(unit)})" if unit else "")))
         table = Table(box=None, padding=(0, 1), pad_edge=False)
         whole_column(table, "result", [p.result_id for p in group], no_wrap=True)
-        for header in ("median", "n", "change"):
-            table.add_column(header, justify="right", no_wrap=True)
-        table.add_column("verdict")
+        _figures_and_verdict(table, ("median", "n", "change"))
         for p in group:
             table.add_row(*_history_row(p))
         shown.append(Padding(table, (0, 0, 0, 2), expand=False))
         shown += [indented(line) for line in _history_notes(group)]
     return shown
+
+
+def _figures_and_verdict(table: Table, figures: tuple[str, ...]) -> None:
+    """The columns history and compare share: figures right-aligned and never wrapped, then
+    the verdict."""
+    for header in figures:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("verdict")
 
 
 def _verdict(verdict: str, p: float | None) -> str:
@@ -162,9 +168,7 @@ def compare_output(c) -> list[RenderableType]:
         shown += [Text(""), Text.from_markup(heading)]
         table = Table(box=None, padding=(0, 1), pad_edge=False)
         table.add_column("settings (A)")
-        for header in ("A", "B", "change"):
-            table.add_column(header, justify="right", no_wrap=True)
-        table.add_column("verdict")
+        _figures_and_verdict(table, ("A", "B", "change"))
         for r in group:
             table.add_row(*_compare_row(r))
         shown.append(Padding(table, (0, 0, 0, 2), expand=False))
